@@ -1,0 +1,52 @@
+package fn
+
+import (
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/function-sdk-go/request"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+)
+
+// readInput reads the optional Input and fills in its defaults.
+func readInput(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
+	in := &v1beta1.Input{}
+	if req.GetInput() != nil {
+		if err := request.GetInput(req, in); err != nil {
+			return nil, errors.Wrap(err, "cannot read the function Input; check the fields of the pipeline step's input against package/input")
+		}
+	}
+	return in.WithDefaults(), nil
+}
+
+// observe converts the request into the composer's view, once.
+func observe(req *fnv1.RunFunctionRequest, in *v1beta1.Input, xr map[string]any) (compose.Request, error) {
+	v := compose.Request{
+		Input:     in,
+		Composite: xr,
+		Observed:  make(map[string]remote.Observed, len(req.GetObserved().GetResources())),
+		Required:  map[string][]map[string]any{},
+	}
+	for name, r := range req.GetObserved().GetResources() {
+		o, err := remote.Read(r.GetResource().AsMap())
+		if err != nil {
+			return v, errors.Wrapf(err, "cannot read the observed composed resource %q", name)
+		}
+		v.Observed[name] = o
+	}
+	required, err := request.GetRequiredResources(req)
+	if err != nil {
+		return v, errors.Wrap(err, "cannot read the required resources")
+	}
+	for name, items := range required {
+		list := make([]map[string]any, len(items))
+		for i, it := range items {
+			list[i] = it.Resource.Object
+		}
+		v.Required[name] = list
+	}
+	return v, nil
+}

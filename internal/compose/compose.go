@@ -1,0 +1,91 @@
+// Package compose holds the small, protobuf-free view a composer gets of one
+// reconcile, and the plain result it returns. The fn package converts to and
+// from gRPC types once, on each side.
+package compose
+
+import (
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+)
+
+// Request is what a composer sees of one RunFunction call.
+type Request struct {
+	// Input is the function's Input with every default filled in.
+	Input *v1beta1.Input
+
+	// Composite is the observed composite resource, as JSON-shaped data.
+	Composite map[string]any
+
+	// Observed holds the observed composed resources by composition resource
+	// name.
+	Observed map[string]remote.Observed
+
+	// Required holds the required resources Crossplane resolved, by
+	// requirement name. A name that is absent has not been resolved yet.
+	Required map[string][]map[string]any
+}
+
+// Result is what a composer wants.
+type Result struct {
+	// Resources are the composed resources the composer built this time,
+	// by composition resource name.
+	Resources map[string]Desired
+
+	// Implied names every composed resource the composite's spec implies,
+	// whether or not it could be built this time. An observed resource that
+	// is implied but was not built is carried forward from observed state,
+	// so a missing input never deletes anything. Only a change to the spec,
+	// which removes a name from this set, may remove a composed resource.
+	Implied map[string]bool
+
+	// Status marshals to a JSON object whose top-level fields are written
+	// into the composite's status.
+	Status any
+
+	// Conditions to set on the composite.
+	Conditions []Condition
+
+	// Ready is the composite's readiness: false holds it not ready whatever
+	// its composed resources say.
+	Ready bool
+
+	// Warnings become Warning results (and events). They must never carry a
+	// secret value.
+	Warnings []string
+
+	// Requirements are the resources the composer needs Crossplane to fetch.
+	// They are sent on every call, as Crossplane expects.
+	Requirements map[string]Requirement
+}
+
+// Desired is one composed resource the composer built.
+type Desired struct {
+	// Object is a value that marshals to the resource's JSON, such as a
+	// *remote.Object.
+	Object any
+
+	// Ready is true only when observed evidence shows the resource ready.
+	Ready bool
+}
+
+// Condition is a status condition for the composite.
+type Condition struct {
+	Type    string
+	Status  bool
+	Reason  string
+	Message string
+}
+
+// Requirement asks Crossplane for one resource by name.
+type Requirement struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	// Namespace is empty for a cluster-scoped resource.
+	Namespace string
+}
+
+// Composer composes one kind of composite.
+type Composer interface {
+	Compose(req Request) (*Result, error)
+}

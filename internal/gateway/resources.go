@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+)
+
+// Composition resource names of what an InferenceGateway composes.
+const (
+	ResourceEnvoyProxy      = "envoy-proxy"
+	ResourceGateway         = "gateway"
+	ResourceAnchorRoute     = "anchor-route"
+	ResourceFailoverPolicy  = "failover-policy"
+	ResourceEnvoyDeployment = "envoy-deployment"
+)
+
+// Resources lists every composition resource name an InferenceGateway
+// implies.
+var Resources = []string{ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceEnvoyDeployment}
+
+// Listener names and ports. Model routes bind to one of them by sectionName.
+const (
+	ListenerHTTP  = "http"
+	ListenerHTTPS = "https"
+	portHTTP      = 80
+	portHTTPS     = 443
+)
+
+// API groups and kinds the manifests use.
+const (
+	gatewayAPIGroup = "gateway.networking.k8s.io"
+	egGroup         = "gateway.envoyproxy.io"
+	egAPIVersion    = "gateway.envoyproxy.io/v1alpha1"
+	aigAPIVersion   = "aigateway.envoyproxy.io/v1beta1"
+)
+
+// CEL readiness for the provider to report on the Objects. The function
+// does not trust these: it reads the same evidence from the live manifest.
+const (
+	celHasAddress = "has(object.status) && has(object.status.addresses) && size(object.status.addresses) > 0"
+	celAccepted   = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
+)
+
+// ParentRef attaches a route to the gateway. sectionName picks a listener;
+// empty attaches to all of them.
+func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
+	p := gwapiv1.ParentReference{
+		Group:     ptr.To(gwapiv1.Group(gatewayAPIGroup)),
+		Kind:      ptr.To(gwapiv1.Kind("Gateway")),
+		Name:      gwapiv1.ObjectName(in.GatewayName),
+		Namespace: ptr.To(gwapiv1.Namespace(in.GatewayNamespace)),
+	}
+	if sectionName != "" {
+		p.SectionName = ptr.To(gwapiv1.SectionName(sectionName))
+	}
+	return p
+}
+
+// builder builds the gateway's manifests for one spec and Input.
+type builder struct {
+	in   *v1beta1.Input
+	spec *Spec
+}
+
+func (b builder) meta(name string) remote.Meta {
+	return remote.Meta{Name: name, Namespace: b.in.GatewayNamespace}
+}
+
+func (b builder) wrap(manifest any, opts ...remote.Option) *remote.Object {
+	return remote.Wrap(b.spec.ProviderConfigName, manifest, append([]remote.Option{remote.InNamespace(b.in.ObjectNamespace)}, opts...)...)
+}
+
+// envoyProxy pins the Envoy Deployment's name, so the observe-only Object
+// can find it (Envoy Gateway uses a set envoyDeployment.name verbatim), and
+// repeats externalTrafficPolicy because a Gateway-level EnvoyProxy without
+// mergeType replaces the GatewayClass-level one entirely (envoyproxy/gateway
+// v1.8.1 api/v1alpha1/envoyproxy_types.go, MergeType).
+func (b builder) envoyProxy() *remote.Object {
+	return b.wrap(&remote.Manifest[egv1a1.EnvoyProxySpec]{
+		APIVersion: egAPIVersion,
+		Kind:       "EnvoyProxy",
+		Metadata:   b.meta(b.in.GatewayName),
+		Spec: &egv1a1.EnvoyProxySpec{
+			Provider: &egv1a1.EnvoyProxyProvider{
+				Type: egv1a1.EnvoyProxyProviderTypeKubernetes,
+				Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
+					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
+						Name:     ptr.To(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
+						Replicas: ptr.To(b.spec.ReplicaCount()),
+					},
+					// One pod may be drained at a time; the rollout rule
+					// keeps GatewayReady True while the other serves.
+					EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{
+						MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					},
+					EnvoyService: &egv1a1.KubernetesServiceSpec{
+						ExternalTrafficPolicy: ptr.To(egv1a1.ServiceExternalTrafficPolicyCluster),
+					},
+				},
+			},
+		},
+	})
+}
+
+// gateway admits routes from team namespaces, which carry the
+// TeamNamespaceLabel, on an http listener and, with TLS, an https listener
+// that terminates TLS.
+func (b builder) gateway() *remote.Object {
+	admit := &gwapiv1.AllowedRoutes{Namespaces: &gwapiv1.RouteNamespaces{
+		From: ptr.To(gwapiv1.NamespacesFromSelector),
+		Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists,
+		}}},
+	}}
+	listeners := []gwapiv1.Listener{{
+		Name: ListenerHTTP, Port: portHTTP, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: admit,
+	}}
+	if b.spec.TLSEnabled() {
+		refs := make([]gwapiv1.SecretObjectReference, len(b.spec.TLS.CertificateRefs))
+		for i, r := range b.spec.TLS.CertificateRefs {
+			refs[i] = gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(r.Name)}
+		}
+		listeners = append(listeners, gwapiv1.Listener{
+			Name:          ListenerHTTPS,
+			Hostname:      ptr.To(gwapiv1.Hostname(b.spec.Hostname)),
+			Port:          portHTTPS,
+			Protocol:      gwapiv1.HTTPSProtocolType,
+			TLS:           &gwapiv1.ListenerTLSConfig{Mode: ptr.To(gwapiv1.TLSModeTerminate), CertificateRefs: refs},
+			AllowedRoutes: admit,
+		})
+	}
+	class := b.spec.ClassName
+	if class == "" {
+		class = b.in.GatewayClassName
+	}
+	return b.wrap(&remote.Manifest[gwapiv1.GatewaySpec]{
+		APIVersion: gatewayAPIGroup + "/v1",
+		Kind:       "Gateway",
+		Metadata:   b.meta(b.in.GatewayName),
+		Spec: &gwapiv1.GatewaySpec{
+			GatewayClassName: gwapiv1.ObjectName(class),
+			Infrastructure: &gwapiv1.GatewayInfrastructure{ParametersRef: &gwapiv1.LocalParametersReference{
+				Group: egGroup, Kind: "EnvoyProxy", Name: b.in.GatewayName,
+			}},
+			Listeners: listeners,
+		},
+	}, remote.ReadyWhen(celHasAddress))
+}
+
+// AnchorRule is the anchor route's only rule: an Exact match on a header
+// that is not x-ai-eg-model, and no backendRefs. AI Gateway counts any
+// attached AIGatewayRoute as an effective route and keeps the ext-proc
+// sidecar injected (ai-gateway v1.0.0 internal/controller/gateway.go,
+// reconcileFilterConfigSecret), while /v1/models lists only Exact
+// x-ai-eg-model matches, so the anchor is never listed. The AIGatewayRoute
+// CRD allows a rule without backendRefs (no MinItems).
+func AnchorRule(in *v1beta1.Input) aigv1b1.AIGatewayRouteRule {
+	return aigv1b1.AIGatewayRouteRule{
+		Matches: []aigv1b1.AIGatewayRouteRuleMatch{{Headers: []gwapiv1.HTTPHeaderMatch{{
+			Type:  ptr.To(gwapiv1.HeaderMatchExact),
+			Name:  gwapiv1.HTTPHeaderName(in.AnchorHeader.Name),
+			Value: in.AnchorHeader.Value,
+		}}}},
+	}
+}
+
+func (b builder) anchorRoute() *remote.Object {
+	return b.wrap(&remote.Manifest[aigv1b1.AIGatewayRouteSpec]{
+		APIVersion: aigAPIVersion,
+		Kind:       "AIGatewayRoute",
+		Metadata:   b.meta(names.AnchorRoute(b.in.GatewayName)),
+		Spec: &aigv1b1.AIGatewayRouteSpec{
+			ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, "")},
+			Rules:      []aigv1b1.AIGatewayRouteRule{AnchorRule(b.in)},
+		},
+	}, remote.ReadyWhen(celAccepted))
+}
+
+// failoverPolicy makes ModelRoute priority tiers really fail over. Envoy
+// moves to a lower priority only when hosts are unhealthy or a retry
+// priority plugin says so; numAttemptsPerPriority makes Envoy Gateway
+// install previous_priorities (envoyproxy/gateway v1.8.1
+// internal/xds/translator/route.go), so each retry tries the next tier.
+// Passive health checks eject failing backends, and panicThreshold 0 keeps
+// Envoy from spraying traffic over a tier it ejected whole.
+func (b builder) failoverPolicy() *remote.Object {
+	return b.wrap(&remote.Manifest[egv1a1.BackendTrafficPolicySpec]{
+		APIVersion: egAPIVersion,
+		Kind:       "BackendTrafficPolicy",
+		Metadata:   b.meta(names.FailoverPolicy(b.in.GatewayName)),
+		Spec: &egv1a1.BackendTrafficPolicySpec{
+			PolicyTargetReferences: egv1a1.PolicyTargetReferences{
+				TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
+					LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+						Group: gatewayAPIGroup, Kind: "Gateway", Name: gwapiv1.ObjectName(b.in.GatewayName),
+					},
+				}},
+			},
+			ClusterSettings: egv1a1.ClusterSettings{
+				Retry: &egv1a1.Retry{
+					NumRetries:             ptr.To[int32](3),
+					NumAttemptsPerPriority: ptr.To[int32](1),
+					RetryOn: &egv1a1.RetryOn{
+						Triggers:        []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.Reset, egv1a1.RetriableStatusCodes},
+						HTTPStatusCodes: []egv1a1.HTTPStatus{503},
+					},
+				},
+				HealthCheck: &egv1a1.HealthCheck{
+					Passive: &egv1a1.PassiveHealthCheck{
+						Interval:             ptr.To(gwapiv1.Duration("5s")),
+						Consecutive5xxErrors: ptr.To[uint32](5),
+						BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
+						MaxEjectionPercent:   ptr.To[int32](100),
+					},
+					PanicThreshold: ptr.To[uint32](0),
+				},
+			},
+		},
+	})
+}
+
+// envoyDeployment observes, and only observes, the Envoy Deployment under
+// its pinned name in Envoy Gateway's namespace. The watch makes a rollout
+// show up at once rather than at the next poll (10 minutes while Ready in
+// provider-kubernetes' default --poll).
+func (b builder) envoyDeployment(celQuery string) *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "apps/v1",
+		Kind:       "Deployment",
+		Metadata: remote.Meta{
+			Name:      names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName),
+			Namespace: b.in.EnvoyGatewayNamespace,
+		},
+	}, remote.ObserveOnly(), remote.Watch(), remote.ReadyWhen(celQuery))
+}

@@ -1,0 +1,125 @@
+// Package names holds the fixed names this function composes, Envoy Gateway's
+// naming rules for the resources it generates, and helpers that fit derived
+// names into Kubernetes' length limits.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Defaults for the names on the gateway cluster. Each can be changed through
+// the function's Input; these are what Modelplane uses.
+const (
+	// DefaultGatewayNamespace is the namespace on the gateway cluster that
+	// holds the Gateway, its EnvoyProxy and the anchor route.
+	DefaultGatewayNamespace = "modelplane-system"
+
+	// DefaultGatewayName names the Gateway and its EnvoyProxy.
+	DefaultGatewayName = "inference-gateway"
+
+	// DefaultObjectNamespace is the control-plane namespace that holds the
+	// provider-kubernetes Objects of a cluster-scoped InferenceGateway.
+	DefaultObjectNamespace = "modelplane-system"
+
+	// DefaultGatewayClassName is the GatewayClass the Gateway uses when the
+	// InferenceGateway names none.
+	DefaultGatewayClassName = "envoy"
+
+	// DefaultEnvoyGatewayNamespace is where Envoy Gateway runs, and so where
+	// it puts the Envoy Deployment in its default ControllerNamespace mode
+	// (envoyproxy/gateway v1.8.1 internal/infrastructure/kubernetes/proxy_infra.go,
+	// GetResourceNamespace).
+	DefaultEnvoyGatewayNamespace = "envoy-gateway-system"
+
+	// DefaultAnchorHeaderName is the header the anchor route matches. It must
+	// never be x-ai-eg-model, or AI Gateway lists the anchor in /v1/models
+	// (envoyproxy/ai-gateway v1.0.0 internal/controller/gateway.go).
+	DefaultAnchorHeaderName = "x-modelplane-gateway-anchor"
+
+	// DefaultAnchorHeaderValue is the value the anchor route matches.
+	DefaultAnchorHeaderValue = "true"
+)
+
+// Fixed names and keys that are not configurable.
+const (
+	// ModelHeader is the header AI Gateway routes on and lists as models in
+	// /v1/models when it is matched Exact (ai-gateway v1.0.0
+	// internal/controller/gateway.go, the models list).
+	ModelHeader = "x-ai-eg-model"
+
+	// TeamNamespaceLabel is the label key a team namespace carries, and the
+	// key the Gateway's listeners admit routes by.
+	TeamNamespaceLabel = "modelplane.ai/namespace"
+
+	// AnchorRouteSuffix names the anchor AIGatewayRoute: <gateway>-anchor.
+	AnchorRouteSuffix = "anchor"
+
+	// FailoverPolicySuffix names the BackendTrafficPolicy: <gateway>-failover.
+	FailoverPolicySuffix = "failover"
+
+	// TeamNamespacePrefix starts every team namespace on the gateway cluster.
+	TeamNamespacePrefix = "mp"
+
+	// envoyPrefix is what Envoy Gateway puts before every resource it
+	// generates for a Gateway (envoyproxy/gateway v1.8.1
+	// internal/envoygateway/config/config.go, EnvoyPrefix).
+	envoyPrefix = "envoy"
+
+	// maxName is the longest DNS-1123 label, which is what namespaces and
+	// most object names must fit in.
+	maxName = 63
+
+	// shortHash is how many hex characters of a hash a derived name carries.
+	shortHash = 5
+)
+
+// EnvoyDeployment is the name this function pins on the Envoy Deployment
+// through EnvoyProxy spec.provider.kubernetes.envoyDeployment.name. It is
+// Envoy Gateway's own default name without the hash suffix, so the "envoy-"
+// prefix is the one Envoy Gateway uses. Envoy Gateway uses a pinned name
+// verbatim (v1.8.1 internal/infrastructure/kubernetes/proxy/resource_provider.go).
+func EnvoyDeployment(gatewayNamespace, gatewayName string) string {
+	return envoyPrefix + "-" + gatewayNamespace + "-" + gatewayName
+}
+
+// AnchorRoute is the name of the backend-free anchor AIGatewayRoute.
+func AnchorRoute(gatewayName string) string {
+	return Child(gatewayName, AnchorRouteSuffix)
+}
+
+// FailoverPolicy is the name of the gateway's BackendTrafficPolicy.
+func FailoverPolicy(gatewayName string) string {
+	return Child(gatewayName, FailoverPolicySuffix)
+}
+
+// TeamNamespace is the namespace on the gateway cluster that holds the
+// routes of the control-plane namespace ns: mp-<ns>-<hash>. The hash keeps
+// two control-plane namespaces that share a long prefix apart once the name
+// is cut to 63 characters, and makes the name deterministic.
+func TeamNamespace(ns string) string {
+	return hashed(TeamNamespacePrefix+"-"+ns, ns)
+}
+
+// Child joins parent and child with "-". When the result is longer than 63
+// characters it is cut and given a short hash of the full name, so that it
+// stays unique and deterministic.
+func Child(parent, child string) string {
+	n := parent + "-" + child
+	if len(n) <= maxName {
+		return n
+	}
+	return hashed(n, n)
+}
+
+// hashed returns base-<hash of key>, with base cut so the whole fits in 63
+// characters and never ends in "-".
+func hashed(base, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	h := hex.EncodeToString(sum[:])[:shortHash]
+	if room := maxName - len(h) - 1; len(base) > room {
+		base = base[:room]
+	}
+	return strings.TrimRight(base, "-.") + "-" + h
+}

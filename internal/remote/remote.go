@@ -1,0 +1,258 @@
+// Package remote wraps manifests for the gateway's cluster in
+// provider-kubernetes Objects, and reads back what an observed Object saw.
+package remote
+
+import (
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// The namespaced Object of provider-kubernetes (Crossplane v2 style).
+const (
+	// APIVersion of the provider-kubernetes namespaced Object.
+	APIVersion = "kubernetes.m.crossplane.io/v1alpha1"
+	// Kind of the provider-kubernetes Object.
+	Kind = "Object"
+	// ProviderConfigKind is the kind of provider config an Object names.
+	ProviderConfigKind = "ClusterProviderConfig"
+)
+
+// Management policies (provider-kubernetes spec.managementPolicies).
+const (
+	PolicyObserve = "Observe"
+	PolicyCreate  = "Create"
+	PolicyUpdate  = "Update"
+)
+
+// Readiness policies (provider-kubernetes spec.readiness.policy).
+const (
+	// ReadinessCEL makes the provider set Ready from spec.readiness.celQuery,
+	// evaluated on the live object it just read.
+	ReadinessCEL = "DeriveFromCelQuery"
+)
+
+// Meta is the part of ObjectMeta a desired object carries.
+type Meta struct {
+	Name        string            `json:"name,omitempty"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Manifest is a desired Kubernetes object with a spec. Composers use the
+// upstream typed spec (gwapiv1.GatewaySpec, aigv1b1.AIGatewayRouteSpec, ...)
+// for S, so the upstream API decides the field names and shapes, while the
+// envelope stays free of the empty status and creationTimestamp a full
+// typed object would carry.
+type Manifest[S any] struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   Meta   `json:"metadata"`
+	Spec       *S     `json:"spec,omitempty"`
+}
+
+// Object is a provider-kubernetes namespaced Object.
+type Object struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   Meta       `json:"metadata"`
+	Spec       ObjectSpec `json:"spec"`
+}
+
+// ObjectSpec is the spec of a provider-kubernetes Object.
+type ObjectSpec struct {
+	ManagementPolicies []string          `json:"managementPolicies,omitempty"`
+	ForProvider        ForProvider       `json:"forProvider"`
+	ProviderConfigRef  ProviderConfigRef `json:"providerConfigRef"`
+	Readiness          *Readiness        `json:"readiness,omitempty"`
+	Watch              bool              `json:"watch,omitempty"`
+}
+
+// ForProvider holds the manifest to apply (or observe) on the remote cluster.
+type ForProvider struct {
+	Manifest any `json:"manifest"`
+}
+
+// ProviderConfigRef names the provider config that reaches the remote
+// cluster.
+type ProviderConfigRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// Readiness says how the provider derives the Object's Ready condition.
+type Readiness struct {
+	Policy   string `json:"policy"`
+	CelQuery string `json:"celQuery,omitempty"`
+}
+
+// Option changes an Object.
+type Option func(*Object)
+
+// Wrap puts manifest into an Object that applies it through the named
+// ClusterProviderConfig.
+func Wrap(providerConfig string, manifest any, opts ...Option) *Object {
+	o := &Object{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		Spec: ObjectSpec{
+			ForProvider:       ForProvider{Manifest: manifest},
+			ProviderConfigRef: ProviderConfigRef{Kind: ProviderConfigKind, Name: providerConfig},
+		},
+	}
+	for _, fn := range opts {
+		fn(o)
+	}
+	return o
+}
+
+// InNamespace puts the Object in a control-plane namespace. A cluster-scoped
+// composite's namespaced resources must name one explicitly; a namespaced
+// composite's are forced into its own namespace by Crossplane.
+func InNamespace(ns string) Option {
+	return func(o *Object) { o.Metadata.Namespace = ns }
+}
+
+// ObserveOnly makes the provider only read the object: it never creates,
+// changes or deletes it.
+func ObserveOnly() Option {
+	return func(o *Object) { o.Spec.ManagementPolicies = []string{PolicyObserve} }
+}
+
+// NeverDelete lets the provider create and update the object but never
+// delete it, so removing one composite does not remove something others
+// share.
+func NeverDelete() Option {
+	return func(o *Object) {
+		o.Spec.ManagementPolicies = []string{PolicyObserve, PolicyCreate, PolicyUpdate}
+	}
+}
+
+// Watch asks the provider to watch the remote object, so a change shows up
+// in the Object at once instead of at the next poll. It only takes effect
+// when the provider runs with watches enabled (--enable-watches).
+func Watch() Option {
+	return func(o *Object) { o.Spec.Watch = true }
+}
+
+// ReadyWhen makes the provider derive Ready from a CEL query on the live
+// object.
+func ReadyWhen(celQuery string) Option {
+	return func(o *Object) { o.Spec.Readiness = &Readiness{Policy: ReadinessCEL, CelQuery: celQuery} }
+}
+
+// Condition is a status condition as read from observed data.
+type Condition struct {
+	Status  string
+	Reason  string
+	Message string
+}
+
+// True reports whether the condition's status is True.
+func (c Condition) True() bool { return c.Status == "True" }
+
+// Observed is what one observed provider-kubernetes Object says.
+type Observed struct {
+	// Object is the whole observed Object, as Crossplane sent it.
+	Object map[string]any
+	// Manifest is the live remote object the provider last read
+	// (status.atProvider.manifest), or nil if it has read none.
+	Manifest map[string]any
+	// Synced and Ready are the Object's own conditions.
+	Synced, Ready Condition
+}
+
+// Read reduces an observed Object to what readiness needs.
+func Read(o map[string]any) (Observed, error) {
+	ob := Observed{Object: o}
+	status, err := object(o, "status")
+	if err != nil {
+		return ob, err
+	}
+	if ap, err := object(status, "atProvider"); err != nil {
+		return ob, err
+	} else if ob.Manifest, err = object(ap, "manifest"); err != nil {
+		return ob, err
+	}
+	conds, err := Conditions(status)
+	if err != nil {
+		return ob, err
+	}
+	ob.Synced, ob.Ready = conds["Synced"], conds["Ready"]
+	return ob, nil
+}
+
+// Live reports whether the provider's last look at the remote object
+// succeeded and found it. If the remote object disappears, an observe-only
+// Object goes Synced=False but keeps its old manifest and Ready condition
+// (crossplane-runtime's managed reconciler stops at "external resource does
+// not exist" and leaves status.atProvider alone), so a manifest alone is not
+// evidence.
+func (o Observed) Live() bool {
+	return o.Manifest != nil && o.Synced.True()
+}
+
+// Conditions reads status.conditions of a status object into a map by type.
+// A missing or malformed list yields an error naming the field.
+func Conditions(status map[string]any) (map[string]Condition, error) {
+	out := map[string]Condition{}
+	raw, ok := status["conditions"]
+	if !ok || raw == nil {
+		return out, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, errors.Errorf("status.conditions is a %T, not a list", raw)
+	}
+	for i, item := range list {
+		c, ok := item.(map[string]any)
+		if !ok {
+			return nil, errors.Errorf("status.conditions[%d] is a %T, not an object", i, item)
+		}
+		t, _ := c["type"].(string)
+		s, _ := c["status"].(string)
+		r, _ := c["reason"].(string)
+		m, _ := c["message"].(string)
+		out[t] = Condition{Status: s, Reason: r, Message: m}
+	}
+	return out, nil
+}
+
+// object reads a nested object; a missing key is nil, a non-object is an
+// error.
+func object(m map[string]any, key string) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	v, ok := m[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.Errorf("%s is a %T, not an object", key, v)
+	}
+	return o, nil
+}
+
+// Carry returns the desired parts of an observed composed resource:
+// apiVersion, kind, metadata name, namespace, labels and annotations, and
+// spec. It leaves out status and server-set metadata (resourceVersion, uid,
+// managedFields, ...), which must never be sent back as desired state.
+func Carry(observed map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"apiVersion", "kind", "spec"} {
+		if v, ok := observed[k]; ok {
+			out[k] = v
+		}
+	}
+	if md, ok := observed["metadata"].(map[string]any); ok {
+		keep := map[string]any{}
+		for _, k := range []string{"name", "namespace", "labels", "annotations"} {
+			if v, ok := md[k]; ok {
+				keep[k] = v
+			}
+		}
+		out["metadata"] = keep
+	}
+	return out
+}

@@ -1,0 +1,236 @@
+package rollout
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+var markers = []string{"aigateway.envoyproxy.io/extproc-config-hash", "aigateway.envoyproxy.io/uuid"}
+
+// deployment builds an Envoy Deployment the way the API server returns it.
+func deployment(gen, observed int64, annotations map[string]string, replicas, updated, available int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: "envoy-modelplane-system-inference-gateway", Namespace: "envoy-gateway-system", Generation: gen},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+				Labels:      map[string]string{"app.kubernetes.io/name": "envoy"},
+				Annotations: annotations,
+			}},
+		},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, AvailableReplicas: available, ReadyReplicas: available},
+	}
+}
+
+// asProviderSees round-trips the object through JSON into map[string]any, as
+// provider-kubernetes does before it evaluates celQuery.
+func asProviderSees(t testing.TB, o any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var hash = map[string]string{"aigateway.envoyproxy.io/extproc-config-hash": "3f1c"}
+
+// Cases is the table of Deployment states, shared with the README's account
+// of the rule.
+var cases = map[string]struct {
+	reason string
+	d      *appsv1.Deployment
+	want   Verdict
+}{
+	"RolledOut": {
+		reason: "Two replicas of the current template, both available.",
+		d:      deployment(2, 2, hash, 2, 2, 2),
+		want:   Verdict{Ready: true},
+	},
+	"FreshNothingAvailable": {
+		reason: "A new Deployment: the controller counted the pods but none is available yet.",
+		d:      deployment(1, 1, hash, 2, 2, 0),
+		want:   Verdict{Failed: []Check{NoReplicaAvailable}},
+	},
+	"EmptyStatus": {
+		reason: "A Deployment the controller has not looked at: every counter is absent.",
+		d:      deployment(1, 0, nil, 0, 0, 0),
+		want:   Verdict{Failed: []Check{GenerationNotObserved, ExtProcMarkerMissing, NoReplicaAvailable}},
+	},
+	"RollingUpdateOldPod": {
+		reason: "A surge pod of the new template next to two old ones: old pods still serve without the sidecar.",
+		d:      deployment(3, 3, hash, 3, 1, 2),
+		want:   Verdict{Failed: []Check{OldReplicasPresent}},
+	},
+	"RollingUpdateCountersLookDone": {
+		reason: "updated, ready and available all equal spec.replicas, but status.replicas still counts an old pod.",
+		d:      deployment(3, 3, hash, 3, 2, 2),
+		want:   Verdict{Failed: []Check{OldReplicasPresent}},
+	},
+	"EvictionReplacementPending": {
+		reason: "One of two pods evicted under the PDB; its replacement is pending. The survivor runs the current template.",
+		d:      deployment(2, 2, hash, 2, 2, 1),
+		want:   Verdict{Ready: true},
+	},
+	"DrainedReplacementNotCounted": {
+		reason: "One pod drained and its replacement not yet created: one replica reported, updated and available.",
+		d:      deployment(2, 2, hash, 1, 1, 1),
+		want:   Verdict{Ready: true},
+	},
+	"BothPodsDrained": {
+		reason: "Both pods gone: nothing serves.",
+		d:      deployment(2, 2, hash, 2, 2, 0),
+		want:   Verdict{Failed: []Check{NoReplicaAvailable}},
+	},
+	"ScaledToZero": {
+		reason: "spec.replicas 0: every counter is absent, so nothing serves.",
+		d:      deployment(2, 2, hash, 0, 0, 0),
+		want:   Verdict{Failed: []Check{NoReplicaAvailable}},
+	},
+	"MarkerMissing": {
+		reason: "AI Gateway has not patched the template yet.",
+		d:      deployment(1, 1, nil, 2, 2, 2),
+		want:   Verdict{Failed: []Check{ExtProcMarkerMissing}},
+	},
+	"MarkerEmpty": {
+		reason: "An empty marker is no marker.",
+		d:      deployment(1, 1, map[string]string{"aigateway.envoyproxy.io/extproc-config-hash": ""}, 2, 2, 2),
+		want:   Verdict{Failed: []Check{ExtProcMarkerMissing}},
+	},
+	"MarkerUUIDv1.0": {
+		reason: "AI Gateway v1.0.0 writes only the uuid marker.",
+		d:      deployment(1, 1, map[string]string{"aigateway.envoyproxy.io/uuid": "a-b-c"}, 2, 2, 2),
+		want:   Verdict{Ready: true},
+	},
+	"GenerationLagging": {
+		reason: "The template changed and the controller has not caught up: its counters describe the old generation.",
+		d:      deployment(4, 3, hash, 2, 2, 2),
+		want:   Verdict{Failed: []Check{GenerationNotObserved}},
+	},
+}
+
+func TestRuleEvaluate(t *testing.T) {
+	r, err := For(markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := r.Evaluate(asProviderSees(t, tc.d))
+			if err != nil {
+				t.Fatalf("%s\nEvaluate(...): %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nEvaluate(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestProviderEnvironments evaluates Expression the way provider-kubernetes
+// does, in its environment with and without optional types (v1.4 and v1.3),
+// and checks it agrees with the function's verdict on every state.
+func TestProviderEnvironments(t *testing.T) {
+	r, err := For(markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := map[string][]cel.EnvOption{"v1.3": nil, "v1.4": {cel.OptionalTypes()}}
+	for envName, opts := range envs {
+		env, err := NewEnv(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast, iss := env.Compile(r.Expression)
+		if iss.Err() != nil {
+			t.Fatalf("%s: celQuery does not compile: %v", envName, iss.Err())
+		}
+		if ast.OutputType() != cel.BoolType {
+			t.Fatalf("%s: celQuery returns %s, provider-kubernetes wants bool", envName, ast.OutputType())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range cases {
+			t.Run(envName+"/"+name, func(t *testing.T) {
+				out, _, err := prg.Eval(map[string]any{"object": asProviderSees(t, tc.d)})
+				if err != nil {
+					t.Fatalf("provider evaluation: %v", err)
+				}
+				if got := out.Value().(bool); got != tc.want.Ready {
+					t.Errorf("%s\nprovider says %v, function says %v", tc.reason, got, tc.want.Ready)
+				}
+			})
+		}
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	cases := map[string]struct {
+		markers []string
+	}{
+		"NoMarkers":   {markers: nil},
+		"QuoteInKey":  {markers: []string{"a'b"}},
+		"NotAnnotKey": {markers: []string{"has space"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Compile(tc.markers); err == nil {
+				t.Errorf("Compile(%q): want an error, got none", tc.markers)
+			}
+		})
+	}
+}
+
+func TestForCaches(t *testing.T) {
+	a, err := For(markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := For(append([]string{}, markers...))
+	if a != b {
+		t.Errorf("For compiled the same rule twice")
+	}
+}
+
+func BenchmarkEvaluateCached(b *testing.B) {
+	d := asProviderSees(b, cases["RolledOut"].d)
+	r, err := For(markers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := r.Evaluate(d); err != nil || !v.Ready {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+func BenchmarkEvaluateCompilePerCall(b *testing.B) {
+	d := asProviderSees(b, cases["RolledOut"].d)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := Compile(markers)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := r.Evaluate(d); err != nil || !v.Ready {
+			b.Fatal(v, err)
+		}
+	}
+}
