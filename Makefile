@@ -1,0 +1,35 @@
+# Every target is a thin wrapper around a go command: read it and run the
+# same thing without make. Only Go is needed; the tests build the crossplane
+# CLI and everything else they drive from the Go module proxy.
+
+# Render every example under example/ through the real crossplane CLI
+# against this function, run locally.
+.PHONY: render
+render:
+	go run ./test/e2e/cmd/render
+
+# Run every test: unit, render end-to-end, upstream CRD validation and the
+# package build.
+.PHONY: test
+test:
+	go test ./...
+
+# Regenerate the Input's deepcopy code and CRD (package/input).
+.PHONY: generate
+generate:
+	go generate -tags generate ./internal/input
+
+# Refresh the end-to-end golden files after an intended change of output.
+.PHONY: golden
+golden:
+	go test ./test/e2e -run TestRender -update
+
+# Benchmarks: compare runs with benchstat.
+.PHONY: bench
+bench:
+	go test -run '^$$' -bench . -benchmem -count 6 ./fn/ ./internal/rollout/
+
+# Build the runtime image tarball and the Crossplane package into _output/.
+.PHONY: xpkg
+xpkg:
+	go -C test/tools run ./xpkg
