@@ -22,7 +22,7 @@ const ConditionType = "GatewayReady"
 const (
 	// ReasonReady: the gateway serves, and every pod that serves has the
 	// ext-proc sidecar.
-	ReasonReady = "GatewayReady"
+	ReasonReady = "Serving"
 
 	// ReasonNotProgrammed: the Gateway has no address yet.
 	ReasonNotProgrammed = "GatewayNotProgrammed"
