@@ -1,0 +1,210 @@
+package route
+
+import (
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwapiv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+)
+
+// Composition resource names of what a ModelRoute composes. Per-backend
+// names end in the backend's name.
+const (
+	ResourceNamespace = "namespace"
+	ResourceRoute     = "route"
+
+	prefixBackend    = "backend-"
+	prefixAIBackend  = "aibackend-"
+	prefixCredential = "credential-"
+	prefixCredPolicy = "credpolicy-"
+)
+
+const (
+	aigAPIVersion = "aigateway.envoyproxy.io/v1beta1"
+	aigGroup      = "aigateway.envoyproxy.io"
+	egAPIVersion  = "gateway.envoyproxy.io/v1alpha1"
+	egGroup       = "gateway.envoyproxy.io"
+
+	// apiKeyInSecret is the Secret key AI Gateway reads an API key from
+	// (ai-gateway v1.0.0 internal/controller, apiKeyInSecret).
+	apiKeyInSecret = "apiKey"
+
+	// celAccepted is the provider-side readiness of an AIGatewayRoute.
+	celAccepted = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
+)
+
+// implied lists every composition resource name the spec implies.
+func (s *Spec) implied() map[string]bool {
+	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true}
+	for _, b := range s.Backends {
+		out[prefixBackend+b.Name] = true
+		out[prefixAIBackend+b.Name] = true
+		if b.APIKey != nil {
+			out[prefixCredential+b.Name] = true
+			out[prefixCredPolicy+b.Name] = true
+		}
+	}
+	return out
+}
+
+// builder builds a ModelRoute's manifests.
+type builder struct {
+	in             *v1beta1.Input
+	spec           *Spec
+	name           string // the ModelRoute's name
+	namespace      string // the ModelRoute's namespace on the control plane
+	teamNamespace  string // its namespace on the gateway cluster
+	providerConfig string
+	sectionName    string
+}
+
+func (b builder) meta(name string) remote.Meta {
+	return remote.Meta{Name: name, Namespace: b.teamNamespace}
+}
+
+func (b builder) wrap(manifest any, opts ...remote.Option) *remote.Object {
+	return remote.Wrap(b.providerConfig, manifest, opts...)
+}
+
+// child names a backend's objects on the gateway cluster.
+func (b builder) child(backend string) string { return names.Child(b.name, backend) }
+
+// namespaceObject creates the team namespace but never deletes it: other
+// ModelRoutes of the same control-plane namespace share it.
+func (b builder) namespaceObject() *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "v1",
+		Kind:       "Namespace",
+		Metadata: remote.Meta{
+			Name:   b.teamNamespace,
+			Labels: map[string]string{names.TeamNamespaceLabel: b.namespace},
+		},
+	}, remote.NeverDelete())
+}
+
+// route is the model's AIGatewayRoute: one rule whose only match is the
+// model header, so AI Gateway lists exactly this model in /v1/models.
+func (b builder) route(model string, refs []ref) *remote.Object {
+	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
+	for i, r := range refs {
+		brs[i] = aigv1b1.AIGatewayRouteRuleBackendRef{
+			Name:              b.child(r.backend.Name),
+			ModelNameOverride: r.backend.ModelNameOverride,
+			Weight:            ptr.To(r.weight),
+			Priority:          ptr.To(r.tier),
+		}
+	}
+	return b.wrap(&remote.Manifest[aigv1b1.AIGatewayRouteSpec]{
+		APIVersion: aigAPIVersion,
+		Kind:       "AIGatewayRoute",
+		Metadata:   b.meta(b.name),
+		Spec: &aigv1b1.AIGatewayRouteSpec{
+			ParentRefs: []gwapiv1.ParentReference{gateway.ParentRef(b.in, b.sectionName)},
+			Rules: []aigv1b1.AIGatewayRouteRule{{
+				Matches: []aigv1b1.AIGatewayRouteRuleMatch{{Headers: []gwapiv1.HTTPHeaderMatch{{
+					Type: ptr.To(gwapiv1.HeaderMatchExact), Name: names.ModelHeader, Value: model,
+				}}}},
+				BackendRefs:   brs,
+				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: ptr.To(gwapiv1.Duration(b.spec.requestTimeout()))},
+				ModelsOwnedBy: ptr.To(b.namespace),
+			}},
+			// Token usage, for rate limits and cost reporting.
+			LLMRequestCosts: []aigv1b1.LLMRequestCost{
+				{MetadataKey: "llm_input_token", Type: aigv1b1.LLMRequestCostTypeInputToken},
+				{MetadataKey: "llm_output_token", Type: aigv1b1.LLMRequestCostTypeOutputToken},
+				{MetadataKey: "llm_total_token", Type: aigv1b1.LLMRequestCostTypeTotalToken},
+			},
+		},
+	}, remote.ReadyWhen(celAccepted))
+}
+
+// backend is the Envoy Gateway Backend: an FQDN endpoint, so Envoy Gateway
+// builds one cluster whose localities carry the route's priorities, and TLS
+// with the system CAs and SNI when the backend wants TLS.
+func (b builder) backend(be Backend) *remote.Object {
+	spec := &egv1a1.BackendSpec{
+		Endpoints: []egv1a1.BackendEndpoint{{FQDN: &egv1a1.FQDNEndpoint{Hostname: be.Endpoint.Hostname, Port: be.port()}}},
+	}
+	if be.tls() {
+		spec.TLS = &egv1a1.BackendTLSSettings{
+			WellKnownCACertificates: ptr.To(gwapiv1.WellKnownCACertificatesSystem),
+			SNI:                     ptr.To(gwapiv1.PreciseHostname(be.Endpoint.Hostname)),
+		}
+	}
+	return b.wrap(&remote.Manifest[egv1a1.BackendSpec]{
+		APIVersion: egAPIVersion,
+		Kind:       "Backend",
+		Metadata:   b.meta(b.child(be.Name)),
+		Spec:       spec,
+	})
+}
+
+// aiBackend tells AI Gateway which API the backend speaks.
+func (b builder) aiBackend(be Backend) *remote.Object {
+	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
+		APIVersion: aigAPIVersion,
+		Kind:       "AIServiceBackend",
+		Metadata:   b.meta(b.child(be.Name)),
+		Spec: &aigv1b1.AIServiceBackendSpec{
+			APISchema: aigv1b1.VersionedAPISchema{
+				Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
+			},
+			BackendRef: gwapiv1.BackendObjectReference{
+				Group: ptr.To(gwapiv1.Group(egGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
+			},
+		},
+	})
+}
+
+// secretManifest is a Secret; it has data, not a spec.
+type secretManifest struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   remote.Meta       `json:"metadata"`
+	Type       string            `json:"type"`
+	Data       map[string]string `json:"data"`
+}
+
+// credential copies the API key, still base64-encoded as the control plane
+// holds it, into a Secret beside the backend under the key AI Gateway reads.
+// The function never decodes the value.
+func (b builder) credential(be Backend, encoded string) *remote.Object {
+	return b.wrap(&secretManifest{
+		APIVersion: "v1",
+		Kind:       "Secret",
+		Metadata:   b.meta(b.child(be.Name)),
+		Type:       "Opaque",
+		Data:       map[string]string{apiKeyInSecret: encoded},
+	})
+}
+
+// credPolicy attaches the API key to the AIServiceBackend. Anthropic takes
+// its key in x-api-key, which is the AnthropicAPIKey type; every other
+// schema here takes it as a bearer token, APIKey.
+func (b builder) credPolicy(be Backend) *remote.Object {
+	ref := &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(b.child(be.Name))}
+	spec := &aigv1b1.BackendSecurityPolicySpec{
+		TargetRefs: []gwapiv1a2.LocalPolicyTargetReference{{
+			Group: aigGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
+		}},
+	}
+	if aigv1b1.APISchema(be.Schema.Name) == aigv1b1.APISchemaAnthropic {
+		spec.Type = aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey
+		spec.AnthropicAPIKey = &aigv1b1.BackendSecurityPolicyAnthropicAPIKey{SecretRef: ref}
+	} else {
+		spec.Type = aigv1b1.BackendSecurityPolicyTypeAPIKey
+		spec.APIKey = &aigv1b1.BackendSecurityPolicyAPIKey{SecretRef: ref}
+	}
+	return b.wrap(&remote.Manifest[aigv1b1.BackendSecurityPolicySpec]{
+		APIVersion: aigAPIVersion,
+		Kind:       "BackendSecurityPolicy",
+		Metadata:   b.meta(b.child(be.Name)),
+		Spec:       spec,
+	})
+}

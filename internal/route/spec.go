@@ -1,0 +1,260 @@
+// Package route composes a ModelRoute: the model's AIGatewayRoute, with its
+// backends in priority (fallback) tiers and weights, and each backend's
+// Envoy Gateway Backend, AIServiceBackend and credentials, all on the
+// gateway's cluster.
+package route
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+)
+
+// Kind is the composite kind this package composes.
+const Kind = "ModelRoute"
+
+// Limits and defaults of a ModelRoute spec.
+const (
+	// MaxBackends is the AIGatewayRoute limit on backendRefs in one rule
+	// (ai-gateway v1.0.0 api/v1beta1/ai_gateway_route.go, MaxItems=128).
+	MaxBackends = 128
+	// MaxPriority is the highest priority a backend may ask for.
+	MaxPriority = 63
+	// MaxWeight is the largest weight, Gateway API's BackendRef limit.
+	MaxWeight = 1_000_000
+
+	DefaultPort           int32 = 443
+	DefaultWeight         int32 = 1
+	DefaultRequestTimeout       = "600s"
+	// DefaultPrefix is the API prefix for the OpenAI and Anthropic schemas.
+	DefaultPrefix = "/v1"
+)
+
+// Schemas AI Gateway v1.0.0 knows (api/v1beta1/shared_types.go, APISchema).
+var schemas = []aigv1b1.APISchema{
+	aigv1b1.APISchemaOpenAI, aigv1b1.APISchemaAnthropic, aigv1b1.APISchemaAWSBedrock, aigv1b1.APISchemaAzureOpenAI,
+	aigv1b1.APISchemaGCPVertexAI, aigv1b1.APISchemaGCPAnthropic, aigv1b1.APISchemaCohere, aigv1b1.APISchemaAWSAnthropic,
+}
+
+// durationRE is Gateway API's Duration pattern (apis/v1/shared_types.go).
+var durationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+// Spec is the spec of a ModelRoute.
+type Spec struct {
+	// GatewayName names the InferenceGateway that serves this model.
+	GatewayName string `json:"gatewayName,omitempty"`
+	// Model is the name callers send in the model field; <namespace>/<name>
+	// when empty.
+	Model string `json:"model,omitempty"`
+	// Backends serve the model.
+	Backends []Backend `json:"backends,omitempty"`
+	// Timeouts of a request.
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// Backend is one upstream that serves the model.
+type Backend struct {
+	Name              string   `json:"name,omitempty"`
+	Endpoint          Endpoint `json:"endpoint"`
+	Schema            Schema   `json:"schema"`
+	Priority          *int32   `json:"priority,omitempty"`
+	Weight            *int32   `json:"weight,omitempty"`
+	ModelNameOverride string   `json:"modelNameOverride,omitempty"`
+	APIKey            *APIKey  `json:"apiKey,omitempty"`
+}
+
+// Endpoint is where a backend listens.
+type Endpoint struct {
+	Hostname string `json:"hostname,omitempty"`
+	Port     *int32 `json:"port,omitempty"`
+	TLS      *bool  `json:"tls,omitempty"`
+}
+
+// Schema is the API a backend speaks.
+type Schema struct {
+	Name    string  `json:"name,omitempty"`
+	Prefix  *string `json:"prefix,omitempty"`
+	Version *string `json:"version,omitempty"`
+}
+
+// APIKey points at the backend's API key.
+type APIKey struct {
+	SecretRef SecretRef `json:"secretRef"`
+}
+
+// SecretRef names a key of a Secret in the ModelRoute's namespace.
+type SecretRef struct {
+	Name string `json:"name,omitempty"`
+	Key  string `json:"key,omitempty"`
+}
+
+// Timeouts of a request.
+type Timeouts struct {
+	Request string `json:"request,omitempty"`
+}
+
+// Status is what the function writes into a ModelRoute's status.
+type Status struct {
+	Model    string          `json:"model,omitempty"`
+	Address  string          `json:"address,omitempty"`
+	Backends *BackendsStatus `json:"backends,omitempty"`
+}
+
+// BackendsStatus counts the backends.
+type BackendsStatus struct {
+	Total  int          `json:"total"`
+	Usable int          `json:"usable"`
+	Tiers  []TierStatus `json:"tiers,omitempty"`
+}
+
+// TierStatus counts the usable backends of one tier.
+type TierStatus struct {
+	// Tier is the priority Envoy sees, renumbered densely from 0.
+	Tier int `json:"tier"`
+	// Priority is the priority the spec asked for.
+	Priority int32 `json:"priority"`
+	// Backends is how many usable backends the tier has.
+	Backends int `json:"backends"`
+}
+
+// ReadSpec decodes and checks a ModelRoute's spec. Every problem is an error
+// that names the field; the caller makes it Fatal, which leaves everything
+// composed in place.
+func ReadSpec(xr map[string]any) (*Spec, error) {
+	s := &Spec{}
+	if err := decode.Into("ModelRoute", "spec", xr["spec"], s); err != nil {
+		return nil, err
+	}
+	return s, s.validate()
+}
+
+func (s *Spec) validate() error {
+	bad := func(format string, a ...any) error {
+		return errors.Errorf("cannot compose ModelRoute: "+format, a...)
+	}
+	if s.GatewayName == "" {
+		return bad("spec.gatewayName is required; name the InferenceGateway that serves this model")
+	}
+	if len(s.Model) > 4096 {
+		return bad("spec.model is %d characters; AI Gateway matches at most 4096", len(s.Model))
+	}
+	if len(s.Backends) == 0 {
+		return bad("spec.backends is empty; list at least one backend")
+	}
+	if len(s.Backends) > MaxBackends {
+		return bad("spec.backends has %d entries; AIGatewayRoute takes at most %d; split the model across ModelRoutes or remove backends", len(s.Backends), MaxBackends)
+	}
+	seen := map[string]int{}
+	for i, b := range s.Backends {
+		f := fmt.Sprintf("spec.backends[%d]", i)
+		if errs := validation.IsDNS1123Label(b.Name); len(errs) > 0 {
+			return bad("%s.name %q is not a DNS label (%s)", f, b.Name, strings.Join(errs, "; "))
+		}
+		if j, dup := seen[b.Name]; dup {
+			return bad("%s.name %q is also the name of spec.backends[%d]; backend names must be unique", f, b.Name, j)
+		}
+		seen[b.Name] = i
+		if err := b.validate(f); err != nil {
+			return bad("%s", err.Error())
+		}
+	}
+	if s.Timeouts != nil && s.Timeouts.Request != "" && !durationRE.MatchString(s.Timeouts.Request) {
+		return bad("spec.timeouts.request %q is not a Gateway API duration; use a form such as 600s, 10m or 1h30m", s.Timeouts.Request)
+	}
+	return nil
+}
+
+func (b Backend) validate(f string) error {
+	h := b.Endpoint.Hostname
+	// Envoy Gateway emits one STRICT_DNS cluster with per-priority
+	// localities for FQDN endpoints; an IP makes an EDS cluster instead.
+	if net.ParseIP(h) != nil {
+		return errors.Errorf("%s.endpoint.hostname %q is an IP address; use the backend's DNS name", f, h)
+	}
+	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 || !strings.Contains(h, ".") {
+		return errors.Errorf("%s.endpoint.hostname %q is not a fully qualified DNS name such as api.openai.com", f, h)
+	}
+	if p := b.Endpoint.Port; p != nil && (*p < 1 || *p > 65535) {
+		return errors.Errorf("%s.endpoint.port is %d; use 1 to 65535", f, *p)
+	}
+	known := false
+	for _, s := range schemas {
+		known = known || string(s) == b.Schema.Name
+	}
+	if !known {
+		return errors.Errorf("%s.schema.name %q is not a schema AI Gateway knows; use one of %v", f, b.Schema.Name, schemas)
+	}
+	if p := b.Priority; p != nil && (*p < 0 || *p > MaxPriority) {
+		return errors.Errorf("%s.priority is %d; use 0 (preferred) to %d", f, *p, MaxPriority)
+	}
+	if w := b.Weight; w != nil && (*w < 1 || *w > MaxWeight) {
+		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, MaxWeight)
+	}
+	if k := b.APIKey; k != nil {
+		if errs := validation.IsDNS1123Subdomain(k.SecretRef.Name); len(errs) > 0 {
+			return errors.Errorf("%s.apiKey.secretRef.name %q is not a Secret name", f, k.SecretRef.Name)
+		}
+		if errs := validation.IsConfigMapKey(k.SecretRef.Key); len(errs) > 0 {
+			return errors.Errorf("%s.apiKey.secretRef.key %q is not a Secret key (%s)", f, k.SecretRef.Key, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// model is the name callers send: spec.model, or <namespace>/<name>.
+func (s *Spec) model(ns, name string) string {
+	if s.Model != "" {
+		return s.Model
+	}
+	return ns + "/" + name
+}
+
+func (s *Spec) requestTimeout() string {
+	if s.Timeouts != nil && s.Timeouts.Request != "" {
+		return s.Timeouts.Request
+	}
+	return DefaultRequestTimeout
+}
+
+func (b Backend) port() int32 {
+	if b.Endpoint.Port == nil {
+		return DefaultPort
+	}
+	return *b.Endpoint.Port
+}
+
+func (b Backend) tls() bool { return b.Endpoint.TLS == nil || *b.Endpoint.TLS }
+
+func (b Backend) priority() int32 {
+	if b.Priority == nil {
+		return 0
+	}
+	return *b.Priority
+}
+
+func (b Backend) weight() int32 {
+	if b.Weight == nil {
+		return DefaultWeight
+	}
+	return *b.Weight
+}
+
+func (b Backend) prefix() *string {
+	if b.Schema.Prefix != nil {
+		return b.Schema.Prefix
+	}
+	switch aigv1b1.APISchema(b.Schema.Name) {
+	case aigv1b1.APISchemaOpenAI, aigv1b1.APISchemaAnthropic:
+		p := DefaultPrefix
+		return &p
+	}
+	return nil
+}

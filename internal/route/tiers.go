@@ -1,0 +1,56 @@
+package route
+
+import (
+	"sort"
+)
+
+// ref is one usable backend's place in the route.
+type ref struct {
+	backend Backend
+	// tier is the dense priority Envoy sees.
+	tier uint32
+	// weight is normalised within the tier.
+	weight int32
+}
+
+// tiers orders usable backends into priority tiers and normalises weights.
+//
+// Envoy walks priorities 0, 1, 2, … and needs a priority 0, so the
+// priorities of the tiers that have a usable backend are renumbered densely
+// from 0, keeping their order. Weights compete only within a priority (each
+// backendRef is its own locality, weighted within its priority: envoyproxy/
+// gateway v1.8.1 internal/xds/translator/cluster.go), so each tier is
+// normalised on its own: divided by the GCD of its weights. That keeps
+// every ratio exactly, never makes a weight 0, and keeps every weight
+// within 1..1,000,000 because the inputs are. Backends keep their spec order
+// within a tier, so the same spec always gives the same bytes.
+func tiers(usable []Backend) ([]ref, []TierStatus) {
+	sorted := make([]Backend, len(usable))
+	copy(sorted, usable)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].priority() < sorted[j].priority() })
+
+	refs := make([]ref, 0, len(sorted))
+	var status []TierStatus
+	for start := 0; start < len(sorted); {
+		end := start
+		g := int32(0)
+		for end < len(sorted) && sorted[end].priority() == sorted[start].priority() {
+			g = gcd(g, sorted[end].weight())
+			end++
+		}
+		t := len(status)
+		for _, b := range sorted[start:end] {
+			refs = append(refs, ref{backend: b, tier: uint32(t), weight: b.weight() / g})
+		}
+		status = append(status, TierStatus{Tier: t, Priority: sorted[start].priority(), Backends: end - start})
+		start = end
+	}
+	return refs, status
+}
+
+func gcd(a, b int32) int32 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
