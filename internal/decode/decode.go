@@ -14,7 +14,8 @@ import (
 
 // Into decodes v, a map or other JSON-shaped value, into the typed value
 // pointed to by into. what names the object for error messages, such as
-// "InferenceGateway spec".
+// "InferenceGateway"; prefix is the path of v within it, such as "spec",
+// and is empty for an object the user does not write.
 //
 // encoding/json writes a float64 that holds a whole number as an integer
 // (1000000, not 1e+06), so counters and weights that arrive as float64 decode
@@ -49,7 +50,12 @@ func FieldError(what, prefix string, err error) error {
 		if field == "" {
 			field = prefix
 		}
-		return errors.Errorf("cannot read %s: %s is a JSON %s, but must be %s; fix %s", what, field, te.Value, describe(te.Type.Kind().String()), field)
+		msg := fmt.Sprintf("cannot read %s: %s is a JSON %s, but must be %s", what, field, te.Value, describe(te.Type.Kind().String()))
+		if prefix != "" {
+			// Only the user's own object can be fixed by the user.
+			msg += "; fix " + field
+		}
+		return errors.New(msg)
 	}
 	return errors.Wrapf(err, "cannot read %s", what)
 }

@@ -1,0 +1,363 @@
+package fn
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+)
+
+func gatewayXR(spec obj) obj {
+	if spec == nil {
+		spec = obj{"providerConfigName": "gpu-cluster-1", "replicas": 2}
+	}
+	return obj{"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceGateway", "metadata": obj{"name": "inference-gateway"}, "spec": spec}
+}
+
+var tlsSpec = obj{"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}}}}
+
+// observedGateway is every gateway Object observed, with the given Envoy
+// Deployment manifest (nil: not reported).
+func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) map[string]obj {
+	o := map[string]obj{
+		"envoy-proxy":     object("envoy-proxy", plainManifest("EnvoyProxy"), true, true),
+		"gateway":         object("gateway", gatewayManifest(addr), true, addr != ""),
+		"anchor-route":    object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
+		"failover-policy": object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
+	}
+	// The provider's own Ready is set True even where the function must
+	// not trust it, to show the function reads the manifest instead.
+	o["envoy-deployment"] = object("envoy-deployment", dep, depSynced, true)
+	return o
+}
+
+var allGateway = []string{"anchor-route", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway"}
+
+func readiness(ready ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range allGateway {
+		out[n] = fnv1.Ready_READY_FALSE.String()
+	}
+	for _, n := range ready {
+		out[n] = fnv1.Ready_READY_TRUE.String()
+	}
+	return out
+}
+
+func TestRunFunctionInferenceGateway(t *testing.T) {
+	rolled := deploymentManifest(2, 2, true, 2, 2, 2)
+	type want struct {
+		summary summary
+		// message must contain each of these.
+		message []string
+	}
+	cases := map[string]struct {
+		reason string
+		req    *fnv1.RunFunctionRequest
+		want   want
+	}{
+		"Fresh": {
+			reason: "Nothing is observed yet: compose everything, GatewayReady False because nothing is programmed.",
+			req:    newRequest(t, gatewayXR(nil), nil, nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
+				Resources:  readiness(),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`the Gateway "inference-gateway" in "modelplane-system" has not been observed`, "Also:", "anchor", "Envoy Deployment"}},
+		},
+		"ObjectsCreatedNotReported": {
+			reason: "The Objects exist but the provider has not reported on them.",
+			req: newRequest(t, gatewayXR(nil), map[string]obj{
+				"gateway": object("gateway", nil, false, false), "anchor-route": object("anchor-route", nil, false, false), "envoy-deployment": object("envoy-deployment", nil, false, false),
+			}, nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
+				Resources:  readiness(),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"has not reported yet"}},
+		},
+		"GatewayWithoutAddress": {
+			reason: "The Gateway is observed but Envoy Gateway has not given it an address.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("", true, rolled, true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "anchor-route", "envoy-deployment"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"has no address yet"}},
+		},
+		"AnchorNotAccepted": {
+			reason: "The Gateway has an address but AI Gateway has not accepted the anchor.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", false, rolled, true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/AnchorNotAccepted"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "envoy-deployment"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`anchor AIGatewayRoute "inference-gateway-anchor"`}},
+		},
+		"DeploymentNotReported": {
+			reason: "Gateway and anchor are fine, the Deployment Object has not reported.",
+			req: func() *fnv1.RunFunctionRequest {
+				o := observedGateway("203.0.113.10", true, nil, true)
+				return newRequest(t, gatewayXR(nil), o, nil)
+			}(),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`Envoy Deployment "envoy-modelplane-system-inference-gateway" in "envoy-gateway-system" has not been observed`}},
+		},
+		"DeploymentGoneStaleManifest": {
+			reason: "The Deployment was deleted: the Object is Synced=False but keeps its old manifest and Ready=True. Stale evidence is not evidence.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, false), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"external resource does not exist"}},
+		},
+		"RolloutComplete": {
+			reason: "Everything observed and rolled out: GatewayReady True, every resource ready.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_TRUE/Serving"},
+				Resources:  readiness(allGateway...),
+				XRReady:    "READY_UNSPECIFIED",
+			}, message: []string{"2 of 2 replicas run the current template, 2 available"}},
+		},
+		"RollingUpdateOldPods": {
+			reason: "A surge pod of the new template and two old pods: GatewayReady False, and the message shows the counters.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 3, 1, 2), true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"1 of 3 replicas run the current template"}},
+		},
+		"EvictionReplacementPending": {
+			reason: "One of two pods evicted, its replacement pending under the PDB: GatewayReady stays True.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 1), true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_TRUE/Serving"},
+				Resources:  readiness(allGateway...),
+				XRReady:    "READY_UNSPECIFIED",
+			}, message: []string{"1 available"}},
+		},
+		"ScaledToZero": {
+			reason: "spec.replicas 0: nothing can serve.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "replicas": 0}), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 0, 0, 0), true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/NoReplicaAvailable"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"0 of 0 replicas are available"}},
+		},
+		"MarkerMissing": {
+			reason: "AI Gateway has not put its marker on the template.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(1, 1, false, 2, 2, 2), true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/ExtProcMarkerMissing"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"aigateway.envoyproxy.io/extproc-config-hash"}},
+		},
+		"GenerationLagging": {
+			reason: "The controller has not observed the latest template yet; its counters are stale.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(4, 3, true, 2, 2, 2), true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GenerationNotObserved"},
+				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"generation 4", "observedGeneration 3"}},
+		},
+		"TLSRolledOut": {
+			reason: "A TLS gateway reaches GatewayReady like a plain one.",
+			req:    newRequest(t, gatewayXR(tlsSpec), observedGateway("203.0.113.10", true, rolled, true), nil),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_TRUE/Serving"},
+				Resources:  readiness(allGateway...),
+				XRReady:    "READY_UNSPECIFIED",
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, tc.req)
+			if diff := cmp.Diff(tc.want.summary, summarize(rsp), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			msg := condition(rsp, "GatewayReady").GetMessage()
+			for _, m := range tc.want.message {
+				if !strings.Contains(msg, m) {
+					t.Errorf("%s\nGatewayReady message %q does not contain %q", tc.reason, msg, m)
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayManifests(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		spec      obj
+		listeners []any
+	}{
+		"Plain": {
+			reason: "Without TLS the Gateway has one http listener on 80.",
+			spec:   nil,
+			listeners: []any{
+				obj{"name": "http", "port": 80.0, "protocol": "HTTP", "allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}}}}}},
+			},
+		},
+		"TLS": {
+			reason: "With TLS an https listener on 443 terminates TLS for the hostname.",
+			spec:   tlsSpec,
+			listeners: []any{
+				obj{"name": "http", "port": 80.0, "protocol": "HTTP", "allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}}}}}},
+				obj{"name": "https", "port": 443.0, "protocol": "HTTPS", "hostname": "llm.example.com",
+					"tls":           obj{"mode": "Terminate", "certificateRefs": []any{obj{"name": "llm-tls"}}},
+					"allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}}}}}},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, gatewayXR(tc.spec), nil, nil))
+			spec, _ := manifest(rsp, "gateway")["spec"].(obj)
+			if diff := cmp.Diff(tc.listeners, spec["listeners"]); diff != "" {
+				t.Errorf("%s\nlisteners: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+
+	rsp := run(t, newRequest(t, gatewayXR(nil), nil, nil))
+	ep := manifest(rsp, "envoy-proxy")
+	wantEP := obj{"type": "Kubernetes", "kubernetes": obj{
+		"envoyDeployment": obj{"name": "envoy-modelplane-system-inference-gateway", "replicas": 2.0},
+		"envoyPDB":        obj{"maxUnavailable": 1.0},
+		"envoyService":    obj{"externalTrafficPolicy": "Cluster"},
+	}}
+	if diff := cmp.Diff(wantEP, ep["spec"].(obj)["provider"]); diff != "" {
+		t.Errorf("EnvoyProxy provider: -want, +got:\n%s", diff)
+	}
+	dep := rsp.GetDesired().GetResources()["envoy-deployment"].GetResource().AsMap()
+	wantDep := obj{
+		"managementPolicies": []any{"Observe"},
+		"watch":              true,
+		"forProvider":        obj{"manifest": obj{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": obj{"name": "envoy-modelplane-system-inference-gateway", "namespace": "envoy-gateway-system"}}},
+		"providerConfigRef":  obj{"kind": "ClusterProviderConfig", "name": "gpu-cluster-1"},
+	}
+	got := dep["spec"].(obj)
+	delete(got, "readiness")
+	if diff := cmp.Diff(wantDep, got); diff != "" {
+		t.Errorf("envoy-deployment Object: -want, +got:\n%s", diff)
+	}
+	if ns := dep["metadata"].(obj)["namespace"]; ns != "modelplane-system" {
+		t.Errorf("a cluster-scoped composite's Object must name its control-plane namespace; got %v", ns)
+	}
+}
+
+func TestRunFunctionFatal(t *testing.T) {
+	previous := &fnv1.State{Resources: map[string]*fnv1.Resource{
+		"gateway": {Resource: mustStruct(t, obj{"apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "Object"})},
+	}}
+	badObserved := object("gateway", gatewayManifest("203.0.113.10"), true, true)
+	badObserved["status"].(obj)["conditions"] = "not-a-list"
+	badDeployment := deploymentManifest(2, 2, true, 2, 2, 2)
+	badDeployment["status"].(obj)["replicas"] = "two"
+	cases := map[string]struct {
+		reason string
+		req    *fnv1.RunFunctionRequest
+		want   string
+	}{
+		"UnknownKind": {
+			reason: "Any other kind is Fatal, naming the kind it got and the kinds it supports.",
+			req:    newRequest(t, obj{"apiVersion": "example.org/v1", "kind": "Database", "metadata": obj{"name": "db"}}, nil, nil),
+			want:   `cannot compose a composite of kind "Database": this function composes InferenceGateway and ModelRoute`,
+		},
+		"NoProviderConfigName": {
+			reason: "A missing providerConfigName is Fatal and says how to fix it.",
+			req:    newRequest(t, gatewayXR(obj{"replicas": 2}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.providerConfigName is required; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster",
+		},
+		"ReplicasWrongType": {
+			reason: "A wrong field type is Fatal and names the field.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "replicas": "two"}), nil, nil),
+			want:   "cannot read InferenceGateway: spec.replicas is a JSON string, but must be a whole number; fix spec.replicas",
+		},
+		"ReplicasFraction": {
+			reason: "A fraction is not a replica count.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "replicas": 1.5}), nil, nil),
+			want:   "cannot read InferenceGateway: spec.replicas is a JSON number 1.5, but must be a whole number; fix spec.replicas",
+		},
+		"TLSWithoutHostname": {
+			reason: "TLS needs a hostname.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "tls": obj{"certificateRefs": []any{obj{"name": "c"}}}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for",
+		},
+		"MalformedObservedObject": {
+			reason: "A malformed observed Object is Fatal, naming it.",
+			req:    newRequest(t, gatewayXR(nil), map[string]obj{"gateway": badObserved}, nil),
+			want:   `cannot read the observed composed resource "gateway": status.conditions is a string, not a list`,
+		},
+		"MalformedDeployment": {
+			reason: "A Deployment whose counters are not numbers is Fatal, naming the field.",
+			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, badDeployment, true), nil),
+			want:   `cannot read the observed Envoy Deployment "envoy-modelplane-system-inference-gateway": status.replicas is a JSON string, but must be a whole number`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.req.Desired = previous
+			rsp := run(t, tc.req)
+			want := &fnv1.RunFunctionResponse{
+				Meta:    &fnv1.ResponseMeta{Tag: "test", Ttl: rsp.GetMeta().GetTtl()},
+				Desired: previous,
+				Results: []*fnv1.Result{{Severity: fnv1.Severity_SEVERITY_FATAL, Message: tc.want, Target: fnv1.Target_TARGET_COMPOSITE.Enum()}},
+			}
+			// Fatal passes the desired state through untouched, and
+			// Crossplane applies and deletes nothing after a Fatal result.
+			if diff := cmp.Diff(want, rsp, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestGatewayStatus(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		spec   obj
+		dep    obj
+		want   obj
+	}{
+		"Plain": {
+			reason: "Without a hostname the endpoints use the address over http; counters come from the Deployment.",
+			dep:    deploymentManifest(3, 3, true, 3, 1, 2),
+			want: obj{"address": "203.0.113.10",
+				"endpoints": obj{"openAI": "http://203.0.113.10/v1", "anthropic": "http://203.0.113.10/anthropic"},
+				"rollout":   obj{"generation": 3.0, "observedGeneration": 3.0, "replicas": 3.0, "updatedReplicas": 1.0, "availableReplicas": 2.0}},
+		},
+		"TLS": {
+			reason: "With TLS the endpoints use https and the hostname.",
+			spec:   tlsSpec,
+			dep:    deploymentManifest(2, 2, true, 2, 2, 2),
+			want: obj{"address": "203.0.113.10",
+				"endpoints": obj{"openAI": "https://llm.example.com/v1", "anthropic": "https://llm.example.com/anthropic"},
+				"rollout":   obj{"generation": 2.0, "observedGeneration": 2.0, "replicas": 2.0, "updatedReplicas": 2.0, "availableReplicas": 2.0}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, gatewayXR(tc.spec), observedGateway("203.0.113.10", true, tc.dep, true), nil))
+			if diff := cmp.Diff(tc.want, status(rsp)); diff != "" {
+				t.Errorf("%s\nstatus: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,205 @@
+package fn
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/crossplane/function-sdk-go/logging"
+)
+
+// Fixtures shared by the tests: observed provider-kubernetes Objects as
+// provider-kubernetes reports them, and the objects their manifests hold.
+
+const t0 = "2026-11-30T00:00:00Z"
+
+type obj = map[string]any
+
+func cond(typ string, status bool, reason, msg string) obj {
+	s := "False"
+	if status {
+		s = "True"
+	}
+	c := obj{"type": typ, "status": s, "reason": reason, "lastTransitionTime": t0}
+	if msg != "" {
+		c["message"] = msg
+	}
+	return c
+}
+
+// object is an observed Object. manifest nil means the provider has not
+// reported; synced false means its last observation failed.
+func object(name string, manifest obj, synced, ready bool) obj {
+	o := obj{
+		"apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+		"kind":       "Object",
+		"metadata": obj{
+			"name": name, "namespace": "modelplane-system", "uid": "u-" + name, "resourceVersion": "42",
+			"annotations":   obj{"crossplane.io/composition-resource-name": name},
+			"managedFields": []any{obj{"manager": "crossplane"}},
+		},
+		"spec": obj{
+			"forProvider":       obj{"manifest": obj{"apiVersion": "v1", "kind": "Placeholder"}},
+			"providerConfigRef": obj{"kind": "ClusterProviderConfig", "name": "gpu-cluster-1"},
+		},
+	}
+	if manifest == nil {
+		o["status"] = obj{}
+		return o
+	}
+	conds := []any{cond("Synced", synced, "ReconcileSuccess", ""), cond("Ready", ready, "Available", "")}
+	if !synced {
+		conds[0] = cond("Synced", false, "ReconcileError", "cannot observe external resource: external resource does not exist")
+	}
+	o["status"] = obj{"conditions": conds, "atProvider": obj{"manifest": manifest}}
+	return o
+}
+
+func gatewayManifest(addr string) obj {
+	st := obj{}
+	if addr != "" {
+		st["addresses"] = []any{obj{"type": "IPAddress", "value": addr}}
+	}
+	return obj{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": obj{"name": "inference-gateway", "namespace": "modelplane-system"}, "status": st}
+}
+
+func acceptedManifest(kind, name string, accepted bool) obj {
+	st := obj{}
+	if accepted {
+		st["conditions"] = []any{cond("Accepted", true, "ReconciliationSucceeded", "reconciled successfully")}
+	}
+	return obj{"apiVersion": "aigateway.envoyproxy.io/v1beta1", "kind": kind, "metadata": obj{"name": name}, "status": st}
+}
+
+func plainManifest(kind string) obj {
+	return obj{"apiVersion": "v1", "kind": kind, "metadata": obj{"name": "x"}, "spec": obj{}}
+}
+
+// deploymentManifest is the Envoy Deployment as the provider reads it, with
+// numbers as float64 and zero counters absent, as JSON has them.
+func deploymentManifest(gen, observed float64, marker bool, replicas, updated, available float64) obj {
+	st := obj{}
+	for k, v := range map[string]float64{"observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated, "availableReplicas": available, "readyReplicas": available} {
+		if v != 0 {
+			st[k] = v
+		}
+	}
+	tmd := obj{"labels": obj{"app.kubernetes.io/name": "envoy"}}
+	if marker {
+		tmd["annotations"] = obj{"aigateway.envoyproxy.io/extproc-config-hash": "9c1f"}
+	}
+	return obj{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": obj{"name": "envoy-modelplane-system-inference-gateway", "namespace": "envoy-gateway-system", "generation": gen},
+		"spec":     obj{"replicas": 2.0, "template": obj{"metadata": tmd}},
+		"status":   st,
+	}
+}
+
+func mustStruct(t testing.TB, m obj) *structpb.Struct {
+	t.Helper()
+	// Round-trip through JSON so ints become float64, as over gRPC.
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &structpb.Struct{}
+	if err := s.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newRequest builds a RunFunctionRequest.
+func newRequest(t testing.TB, xr obj, observed map[string]obj, required map[string][]obj) *fnv1.RunFunctionRequest {
+	t.Helper()
+	req := &fnv1.RunFunctionRequest{
+		Meta:     &fnv1.RequestMeta{Tag: "test"},
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(t, xr)}, Resources: map[string]*fnv1.Resource{}},
+		Desired:  &fnv1.State{},
+	}
+	for n, o := range observed {
+		req.Observed.Resources[n] = &fnv1.Resource{Resource: mustStruct(t, o)}
+	}
+	if required != nil {
+		req.RequiredResources = map[string]*fnv1.Resources{}
+		for n, items := range required {
+			rs := &fnv1.Resources{}
+			for _, it := range items {
+				rs.Items = append(rs.Items, &fnv1.Resource{Resource: mustStruct(t, it)})
+			}
+			req.RequiredResources[n] = rs
+		}
+	}
+	return req
+}
+
+func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
+	t.Helper()
+	rsp, err := New(logging.NewNopLogger()).RunFunction(t.Context(), req)
+	if err != nil {
+		t.Fatalf("RunFunction returned an error; it must always return a response: %v", err)
+	}
+	if rsp == nil {
+		t.Fatal("RunFunction returned no response")
+	}
+	return rsp
+}
+
+// summary is the part of a response a table case asserts on.
+type summary struct {
+	// Conditions as "Type=Status/Reason".
+	Conditions []string
+	// Resources maps each desired composed resource to its readiness.
+	Resources map[string]string
+	// XRReady is the desired composite's readiness.
+	XRReady string
+	// Results as "SEVERITY: message".
+	Results []string
+}
+
+func summarize(rsp *fnv1.RunFunctionResponse) summary {
+	s := summary{Resources: map[string]string{}, XRReady: rsp.GetDesired().GetComposite().GetReady().String()}
+	for _, c := range rsp.GetConditions() {
+		s.Conditions = append(s.Conditions, fmt.Sprintf("%s=%s/%s", c.GetType(), c.GetStatus(), c.GetReason()))
+	}
+	for n, r := range rsp.GetDesired().GetResources() {
+		s.Resources[n] = r.GetReady().String()
+	}
+	for _, r := range rsp.GetResults() {
+		s.Results = append(s.Results, fmt.Sprintf("%s: %s", r.GetSeverity(), r.GetMessage()))
+	}
+	sort.Strings(s.Results)
+	return s
+}
+
+func condition(rsp *fnv1.RunFunctionResponse, typ string) *fnv1.Condition {
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == typ {
+			return c
+		}
+	}
+	return nil
+}
+
+// manifest returns the forProvider manifest of a desired Object.
+func manifest(rsp *fnv1.RunFunctionResponse, name string) obj {
+	r := rsp.GetDesired().GetResources()[name]
+	if r == nil {
+		return nil
+	}
+	spec, _ := r.GetResource().AsMap()["spec"].(obj)
+	fp, _ := spec["forProvider"].(obj)
+	m, _ := fp["manifest"].(obj)
+	return m
+}
+
+func status(rsp *fnv1.RunFunctionResponse) obj {
+	st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(obj)
+	return st
+}
