@@ -85,6 +85,10 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 			res.Warnings = append(res.Warnings, problem)
 			continue
 		}
+		if v == "" {
+			// Not fetched yet: Crossplane calls again with the Secret.
+			continue
+		}
 		keys[be.Name] = v
 		usable = append(usable, be)
 	}
@@ -218,13 +222,15 @@ func readGateway(req compose.Request) gatewayView {
 }
 
 // apiKey returns a backend's API key, still base64-encoded, or a problem
-// that names the backend and the Secret but never the value.
+// that names the backend and the Secret but never the value. Both are empty
+// while Crossplane has not fetched the Secret yet: that is no problem of
+// the user's, and Crossplane calls the function again with it.
 func apiKey(req compose.Request, be Backend) (string, string) {
 	ref := be.APIKey.SecretRef
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {
 	case !resolved:
-		return "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has not been fetched yet", be.Name, ref.Name)
+		return "", ""
 	case len(items) == 0:
 		return "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
 	}
