@@ -12,7 +12,6 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
-	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
@@ -52,23 +51,17 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 
-	xr, err := request.GetObservedCompositeResource(req)
+	view, err := observe(req, in)
 	if err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot read the observed composite resource"))
+		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	kind := xr.Resource.GetKind()
-	log = log.WithValues("xr-kind", kind, "xr-name", xr.Resource.GetName())
+	kind, _ := view.Composite["kind"].(string)
+	log = log.WithValues("xr-kind", kind)
 
 	c, ok := f.composers[kind]
 	if !ok {
 		response.Fatal(rsp, errors.Errorf("cannot compose a composite of kind %q: this function composes %s", kind, strings.Join(f.kinds(), " and ")))
-		return rsp, nil
-	}
-
-	view, err := observe(req, in, xr.Resource.Object)
-	if err != nil {
-		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 

@@ -1,17 +1,13 @@
 package fn
 
 import (
-	"encoding/json"
 	"sort"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
-	"github.com/crossplane/function-sdk-go/request"
-	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
@@ -39,7 +35,7 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		return err
 	}
 
-	if err := writeComposite(req, rsp, res); err != nil {
+	if err := writeComposite(rsp, res); err != nil {
 		return err
 	}
 	for _, c := range res.Conditions {
@@ -86,34 +82,34 @@ func carryForward(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, v
 
 // writeComposite merges the composer's status into the desired composite
 // and sets its readiness. Crossplane honours only the status of a desired
-// composite.
-func writeComposite(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
-	dxr, err := request.GetDesiredCompositeResource(req)
-	if err != nil {
-		return errors.Wrap(err, "cannot read the desired composite resource")
+// composite. It works on the Struct in place: the SDK's helpers round-trip
+// the whole composite through JSON twice.
+func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+	dxr := rsp.Desired.Composite
+	if dxr.Resource == nil {
+		dxr.Resource = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	}
 	if res.Status != nil {
-		b, err := json.Marshal(res.Status)
+		st, err := toStruct(res.Status)
 		if err != nil {
 			return errors.Wrap(err, "cannot encode the composite's status")
 		}
-		st := map[string]any{}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return errors.Wrap(err, "cannot decode the composite's status")
-		}
-		cur, _ := dxr.Resource.Object["status"].(map[string]any)
+		cur := dxr.Resource.GetFields()["status"].GetStructValue()
 		if cur == nil {
-			cur = map[string]any{}
+			cur = &structpb.Struct{Fields: map[string]*structpb.Value{}}
+			dxr.Resource.Fields["status"] = structpb.NewStructValue(cur)
 		}
-		for k, v := range st {
-			cur[k] = v
+		for k, v := range st.GetFields() {
+			cur.Fields[k] = v
 		}
-		dxr.Resource.Object["status"] = cur
 	}
 	if !res.Ready {
-		dxr.Ready = resource.ReadyFalse
+		dxr.Ready = fnv1.Ready_READY_FALSE
 	}
-	return errors.Wrap(response.SetDesiredCompositeResource(rsp, dxr), "cannot set the desired composite resource")
+	return nil
 }
 
 // writeRequirements asks Crossplane for the required resources. The
@@ -142,18 +138,6 @@ func writeRequirements(rsp *fnv1.RunFunctionResponse, reqs map[string]compose.Re
 		}
 		rsp.Requirements.Resources[k] = sel
 	}
-}
-
-// toStruct encodes a typed object as a protobuf Struct in one pass:
-// encoding/json, then protojson straight into the Struct, with no
-// intermediate map.
-func toStruct(o any) (*structpb.Struct, error) {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return nil, err
-	}
-	s := &structpb.Struct{}
-	return s, protojson.Unmarshal(b, s)
 }
 
 func ready(r bool) fnv1.Ready {

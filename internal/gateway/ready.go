@@ -73,7 +73,7 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*e
 		e.add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
 	default:
 		e.gatewayLive = true
-		addr, err := firstAddress(gw.Manifest)
+		addr, err := firstAddress(gw.Manifest())
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot read the observed Gateway %q", b.in.GatewayName)
 		}
@@ -89,7 +89,7 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*e
 	case !ok || !ar.Live():
 		e.add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, syncNote(ar, ok)))
 	default:
-		acc, err := accepted(ar.Manifest)
+		acc, err := accepted(ar.Manifest())
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot read the observed anchor AIGatewayRoute %q", anchor)
 		}
@@ -109,12 +109,13 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*e
 		e.add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, b.in.EnvoyGatewayNamespace, syncNote(dep, ok)))
 		return e, nil
 	}
+	live := dep.Manifest()
 	d := &appsv1.Deployment{}
-	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", dep.Manifest, d); err != nil {
+	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", live, d); err != nil {
 		return nil, err
 	}
 	e.deployment = d
-	v, err := rule.Evaluate(dep.Manifest)
+	v, err := rule.Evaluate(live)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func syncNote(o remote.Observed, exists bool) string {
 	switch {
 	case !exists:
 		return ""
-	case o.Synced.Status == "" && o.Manifest == nil:
+	case o.Synced.Status == "" && !o.Reported():
 		return " (the Object has not reported yet)"
 	case !o.Synced.True():
 		if o.Synced.Message != "" {

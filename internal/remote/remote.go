@@ -3,6 +3,8 @@
 package remote
 
 import (
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/crossplane/function-sdk-go/errors"
 )
 
@@ -150,35 +152,64 @@ type Condition struct {
 // True reports whether the condition's status is True.
 func (c Condition) True() bool { return c.Status == "True" }
 
-// Observed is what one observed provider-kubernetes Object says.
+// Observed is what one observed provider-kubernetes Object says. It reads
+// the Object's conditions at once and its live manifest only when asked,
+// because most composed resources are never asked and a manifest is the
+// largest part of an Object.
 type Observed struct {
-	// Object is the whole observed Object, as Crossplane sent it.
-	Object map[string]any
-	// Manifest is the live remote object the provider last read
-	// (status.atProvider.manifest), or nil if it has read none.
-	Manifest map[string]any
 	// Synced and Ready are the Object's own conditions.
 	Synced, Ready Condition
+
+	object   *structpb.Struct
+	manifest *structpb.Struct
 }
 
 // Read reduces an observed Object to what readiness needs.
-func Read(o map[string]any) (Observed, error) {
-	ob := Observed{Object: o}
-	status, err := object(o, "status")
+func Read(o *structpb.Struct) (Observed, error) {
+	ob := Observed{object: o}
+	status, err := field(o, "status")
 	if err != nil {
 		return ob, err
 	}
-	if ap, err := object(status, "atProvider"); err != nil {
-		return ob, err
-	} else if ob.Manifest, err = object(ap, "manifest"); err != nil {
-		return ob, err
-	}
-	conds, err := Conditions(status)
+	ap, err := field(status, "atProvider")
 	if err != nil {
 		return ob, err
+	}
+	if ob.manifest, err = field(ap, "manifest"); err != nil {
+		return ob, errors.Wrap(err, "status.atProvider")
+	}
+	var conds map[string]Condition
+	if status != nil {
+		if v, ok := status.GetFields()["conditions"]; ok {
+			if conds, err = Conditions(map[string]any{"conditions": v.AsInterface()}); err != nil {
+				return ob, err
+			}
+		}
 	}
 	ob.Synced, ob.Ready = conds["Synced"], conds["Ready"]
 	return ob, nil
+}
+
+// Reported reports whether the provider has put a live manifest in the
+// Object's status at all.
+func (o Observed) Reported() bool { return o.manifest != nil }
+
+// Manifest is the live remote object the provider last read
+// (status.atProvider.manifest), or nil if it has read none. Use it only
+// when Live.
+func (o Observed) Manifest() map[string]any {
+	if o.manifest == nil {
+		return nil
+	}
+	return o.manifest.AsMap()
+}
+
+// Object is the whole observed Object, as Crossplane sent it.
+func (o Observed) Object() map[string]any {
+	if o.object == nil {
+		return nil
+	}
+	return o.object.AsMap()
 }
 
 // Live reports whether the provider's last look at the remote object
@@ -188,7 +219,7 @@ func Read(o map[string]any) (Observed, error) {
 // not exist" and leaves status.atProvider alone), so a manifest alone is not
 // evidence.
 func (o Observed) Live() bool {
-	return o.Manifest != nil && o.Synced.True()
+	return o.manifest != nil && o.Synced.True()
 }
 
 // Conditions reads status.conditions of a status object into a map by type.
@@ -217,21 +248,21 @@ func Conditions(status map[string]any) (map[string]Condition, error) {
 	return out, nil
 }
 
-// object reads a nested object; a missing key is nil, a non-object is an
-// error.
-func object(m map[string]any, key string) (map[string]any, error) {
-	if m == nil {
-		return nil, nil
-	}
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	o, ok := v.(map[string]any)
+// field reads a nested object; a missing key or null is nil, anything else
+// that is not an object is an error.
+func field(s *structpb.Struct, key string) (*structpb.Struct, error) {
+	v, ok := s.GetFields()[key]
 	if !ok {
-		return nil, errors.Errorf("%s is a %T, not an object", key, v)
+		return nil, nil
 	}
-	return o, nil
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		return k.StructValue, nil
+	case *structpb.Value_NullValue:
+		return nil, nil
+	default:
+		return nil, errors.Errorf("%s is a %T, not an object", key, v.AsInterface())
+	}
 }
 
 // Carry returns the desired parts of an observed composed resource:

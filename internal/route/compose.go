@@ -248,7 +248,7 @@ func routeAccepted(req compose.Request) (bool, string, error) {
 	if !ok || !o.Live() {
 		return false, "the AIGatewayRoute has not been observed on the gateway cluster yet", nil
 	}
-	acc, err := gateway.Accepted(o.Manifest)
+	acc, err := gateway.Accepted(o.Manifest())
 	if err != nil {
 		return false, "", errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}

@@ -1,0 +1,53 @@
+package fn
+
+import (
+	"fmt"
+	"testing"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/crossplane/function-sdk-go/logging"
+)
+
+func benchmark(b *testing.B, req *fnv1.RunFunctionRequest) {
+	f := New(logging.NewNopLogger())
+	b.ReportAllocs()
+	for b.Loop() {
+		rsp, err := f.RunFunction(b.Context(), req)
+		if err != nil || len(rsp.GetResults()) > 0 && rsp.GetResults()[0].GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+			b.Fatal(err, rsp.GetResults())
+		}
+	}
+}
+
+// BenchmarkRunFunction measures one reconcile of a rolled-out gateway and
+// of a ready ModelRoute with 1, 16 and 128 backends, every one with an API
+// key and every composed Object observed.
+func BenchmarkRunFunction(b *testing.B) {
+	b.Run("InferenceGateway", func(b *testing.B) {
+		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil))
+	})
+	for _, n := range []int{1, 16, 128} {
+		b.Run(fmt.Sprintf("ModelRoute/backends=%d", n), func(b *testing.B) {
+			benchmark(b, routeRequest(b, n))
+		})
+	}
+}
+
+func routeRequest(b testing.TB, n int) *fnv1.RunFunctionRequest {
+	backends := make([]obj, n)
+	observed := map[string]obj{
+		"namespace": object("namespace", plainManifest("Namespace"), true, true),
+		"route":     object("route", acceptedManifest("AIGatewayRoute", "qwen", true), true, true),
+	}
+	required := map[string][]obj{"gateway": gwReady}
+	for i := range n {
+		name := fmt.Sprintf("b%d", i)
+		backends[i] = backend(name, i%4, 1+i, "key-"+name)
+		for _, p := range []string{"backend-", "aibackend-", "credential-", "credpolicy-"} {
+			observed[p+name] = object(p+name, plainManifest("X"), true, true)
+		}
+		required["secret-key-"+name] = []obj{secret("key-"+name, obj{"api-key": apiKeyValue})}
+	}
+	return newRequest(b, routeXR(backends...), observed, required)
+}
