@@ -361,3 +361,46 @@ func TestGatewayStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestInputCustomizes checks the Input reaches every place it should: the
+// gateway namespace and the control-plane namespace are separate settings,
+// and the marker keys reach the celQuery the function also evaluates.
+func TestInputCustomizes(t *testing.T) {
+	req := newRequest(t, gatewayXR(nil), nil, nil)
+	req.Input = mustStruct(t, obj{
+		"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input",
+		"gatewayNamespace": "ai-gw", "gatewayName": "edge", "objectNamespace": "platform",
+		"gatewayClassName": "eg", "envoyGatewayNamespace": "eg-system",
+		"extProcMarkerAnnotations": []any{"example.org/sidecar-hash"},
+	})
+	rsp := run(t, req)
+	for _, n := range allGateway {
+		o := rsp.GetDesired().GetResources()[n].GetResource().AsMap()
+		if ns := o["metadata"].(obj)["namespace"]; ns != "platform" {
+			t.Errorf("%s: Object namespace = %v, want the Input's objectNamespace platform", n, ns)
+		}
+	}
+	if md := manifest(rsp, "gateway")["metadata"].(obj); md["namespace"] != "ai-gw" || md["name"] != "edge" {
+		t.Errorf("Gateway metadata = %v, want edge in ai-gw", md)
+	}
+	if c := manifest(rsp, "gateway")["spec"].(obj)["gatewayClassName"]; c != "eg" {
+		t.Errorf("gatewayClassName = %v, want eg", c)
+	}
+	dep := manifest(rsp, "envoy-deployment")["metadata"].(obj)
+	if dep["name"] != "envoy-ai-gw-edge" || dep["namespace"] != "eg-system" {
+		t.Errorf("Envoy Deployment = %v, want envoy-ai-gw-edge in eg-system", dep)
+	}
+	q := rsp.GetDesired().GetResources()["envoy-deployment"].GetResource().AsMap()["spec"].(obj)["readiness"].(obj)["celQuery"].(string)
+	if !strings.Contains(q, "'example.org/sidecar-hash'") || strings.Contains(q, "extproc-config-hash") {
+		t.Errorf("celQuery does not use the Input's marker keys: %s", q)
+	}
+
+	t.Run("BadMarkerKey", func(t *testing.T) {
+		req := newRequest(t, gatewayXR(nil), nil, nil)
+		req.Input = mustStruct(t, obj{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input", "extProcMarkerAnnotations": []any{"bad key'"}})
+		rs := run(t, req).GetResults()
+		if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL || !strings.Contains(rs[0].GetMessage(), `cannot use extProcMarkerAnnotations[0] "bad key'"`) {
+			t.Errorf("want a Fatal naming the bad marker key, got %v", rs)
+		}
+	})
+}
