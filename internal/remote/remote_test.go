@@ -49,9 +49,9 @@ func TestRead(t *testing.T) {
 	}{
 		"NotReported": {reason: "A new Object has no status.", object: `{"kind":"Object"}`},
 		"Live": {
-			reason:   "Synced with a manifest is live.",
-			object:   `{"status":{"conditions":[{"type":"Synced","status":"True","reason":"ReconcileSuccess"}],"atProvider":{"manifest":{"kind":"Deployment"}}}}`,
-			live:     true, reported: true,
+			reason: "Synced with a manifest is live.",
+			object: `{"status":{"conditions":[{"type":"Synced","status":"True","reason":"ReconcileSuccess"}],"atProvider":{"manifest":{"kind":"Deployment"}}}}`,
+			live:   true, reported: true,
 			synced: Condition{Status: "True", Reason: "ReconcileSuccess"},
 		},
 		"Stale": {

@@ -21,7 +21,7 @@ func TestWithDefaults(t *testing.T) {
 		in     *Input
 		want   *Input
 	}{
-		"Nil": {reason: "No Input: every default.", in: nil, want: defaults},
+		"Nil":   {reason: "No Input: every default.", in: nil, want: defaults},
 		"Empty": {reason: "An empty Input: every default.", in: &Input{}, want: defaults},
 		"Overrides": {
 			reason: "Set fields win; the gateway namespace and the Objects' namespace stay separate settings.",
