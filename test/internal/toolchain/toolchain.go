@@ -5,7 +5,12 @@
 package toolchain
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +30,18 @@ func Root() (string, error) {
 	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
+// CrossplanePath returns where Crossplane builds the CLI, without building
+// it, and whether it is there already.
+func CrossplanePath() (path string, built bool, err error) {
+	root, err := Root()
+	if err != nil {
+		return "", false, err
+	}
+	path = filepath.Join(root, "bin", "crossplane-"+CrossplaneVersion)
+	_, err = os.Stat(path)
+	return path, err == nil, nil
+}
+
 var (
 	xpOnce sync.Once
 	xpPath string
@@ -37,15 +54,12 @@ var (
 // processes of several packages that build at once never see half a file.
 func Crossplane() (string, error) {
 	xpOnce.Do(func() {
-		root, err := Root()
-		if err != nil {
-			xpErr = err
+		var built bool
+		xpPath, built, xpErr = CrossplanePath()
+		if xpErr != nil || built {
 			return
 		}
-		xpPath = filepath.Join(root, "bin", "crossplane-"+CrossplaneVersion)
-		if _, err := os.Stat(xpPath); err == nil {
-			return
-		}
+		root := filepath.Dir(filepath.Dir(xpPath))
 		xpErr = build(filepath.Join(root, "test", "tools"), xpPath,
 			"-ldflags", "-X github.com/crossplane/crossplane/v2/internal/version.version="+CrossplaneVersion,
 			"github.com/crossplane/crossplane/v2/cmd/crank")
@@ -81,4 +95,45 @@ func build(dir, out string, args ...string) error {
 		return fmt.Errorf("cannot build %s in %s: %v\n%s", args[len(args)-1], dir, err, b)
 	}
 	return os.Rename(tmp.Name(), out)
+}
+
+// ModuleDirs returns the module cache folder of each module@version, as
+// `go mod download -json` reports it (field Dir), downloading any module
+// not cached yet. It runs in dir, a folder of the module whose Go settings
+// (GOPROXY, GOFLAGS, go.sum) should apply; with exact versions named, go
+// mod download changes neither go.mod nor go.sum.
+func ModuleDirs(ctx context.Context, dir string, modules ...string) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"mod", "download", "-json"}, modules...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	// go mod download -json prints one JSON object per module, with Error
+	// set for a module it could not download, and then exits non-zero.
+	dirs := map[string]string{}
+	var errs []error
+	dec := json.NewDecoder(&stdout)
+	for {
+		var m struct{ Path, Version, Dir, Error string }
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("cannot parse the output of go mod download -json: %w", err)
+		}
+		if m.Error != "" {
+			errs = append(errs, fmt.Errorf("cannot download %s@%s: %s", m.Path, m.Version, m.Error))
+			continue
+		}
+		dirs[m.Path+"@"+m.Version] = m.Dir
+	}
+	if runErr != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("cannot run go mod download in %s: %w: %s", dir, runErr, stderr.Bytes()))
+	}
+	for _, m := range modules {
+		if _, ok := dirs[m]; !ok && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("cannot find %s in the output of go mod download", m))
+		}
+	}
+	return dirs, errors.Join(errs...)
 }
