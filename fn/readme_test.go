@@ -1,0 +1,39 @@
+package fn
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+)
+
+// TestREADMEConditions checks the README's table of conditions lists every
+// reason the function can report, so the two cannot drift apart.
+func TestREADMEConditions(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	reasons := map[string][]string{
+		gateway.ConditionType: {
+			gateway.ReasonReady, gateway.ReasonNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonDeploymentNotObserved,
+			gateway.ReasonGenerationNotObserved, gateway.ReasonExtProcMarkerMissing, gateway.ReasonOldReplicasPresent, gateway.ReasonNoReplicaAvailable,
+		},
+		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonNoUsableBackends, route.ReasonWaitingForRoute},
+	}
+	for typ, rs := range reasons {
+		for _, r := range rs {
+			row := "| `" + typ + "` | "
+			found := false
+			for _, l := range strings.Split(readme, "\n") {
+				found = found || strings.HasPrefix(l, row) && strings.Contains(l, "| `"+r+"` |")
+			}
+			if !found {
+				t.Errorf("README.md's conditions table has no row for %s reason %s", typ, r)
+			}
+		}
+	}
+}
