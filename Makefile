@@ -12,7 +12,7 @@ render:
 # package build.
 .PHONY: test
 test:
-	go test ./...
+	go test -timeout 80m ./...
 
 # Regenerate the Input's deepcopy code and CRD (package/input).
 .PHONY: generate
