@@ -9,8 +9,8 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 )
 
-func benchmark(b *testing.B, req *fnv1.RunFunctionRequest) {
-	f := New(logging.NewNopLogger())
+func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, opts ...Option) {
+	f := New(logging.NewNopLogger(), opts...)
 	b.ReportAllocs()
 	for b.Loop() {
 		rsp, err := f.RunFunction(b.Context(), req)
@@ -22,14 +22,25 @@ func benchmark(b *testing.B, req *fnv1.RunFunctionRequest) {
 
 // BenchmarkRunFunction measures one reconcile of a rolled-out gateway and
 // of a ready ModelRoute with 1, 16 and 128 backends, every one with an API
-// key and every composed Object observed.
+// key and every composed Object observed: the steady state, in which the
+// desired objects are those of the last reconcile.
 func BenchmarkRunFunction(b *testing.B) {
+	benchmarkAll(b)
+}
+
+// BenchmarkRunFunctionUncached is the same with every Struct built afresh,
+// as on a composite's first reconcile or after its spec changed.
+func BenchmarkRunFunctionUncached(b *testing.B) {
+	benchmarkAll(b, WithoutStructCache())
+}
+
+func benchmarkAll(b *testing.B, opts ...Option) {
 	b.Run("InferenceGateway", func(b *testing.B) {
-		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil))
+		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil), opts...)
 	})
 	for _, n := range []int{1, 16, 128} {
 		b.Run(fmt.Sprintf("ModelRoute/backends=%d", n), func(b *testing.B) {
-			benchmark(b, routeRequest(b, n))
+			benchmark(b, routeRequest(b, n), opts...)
 		})
 	}
 }

@@ -3,12 +3,62 @@ package fn
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/function-sdk-go/errors"
 )
+
+// maxCachedBytes bounds the JSON a structCache holds: about 200 routes of
+// 128 backends. Past it the cache starts again empty.
+const maxCachedBytes = 32 << 20
+
+// structCache remembers the Struct built for each JSON encoding. A
+// composite's desired objects are the same on almost every reconcile, and
+// building a Struct costs several times more than encoding the typed object
+// to JSON, which is the key. The Structs it returns are shared between
+// responses and must never be changed: gRPC only reads them, and protobuf
+// messages are safe to marshal from several goroutines at once.
+type structCache struct {
+	mu    sync.Mutex
+	m     map[string]*structpb.Struct
+	bytes int
+}
+
+func newStructCache() *structCache {
+	return &structCache{m: map[string]*structpb.Struct{}}
+}
+
+// toStruct returns the Struct for o, building it on a miss. A nil cache
+// builds every time.
+func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return decodeStruct(b)
+	}
+	c.mu.Lock()
+	s, ok := c.m[string(b)]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	if s, err = decodeStruct(b); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.bytes+len(b) > maxCachedBytes {
+		c.m, c.bytes = map[string]*structpb.Struct{}, 0
+	}
+	c.m[string(b)] = s
+	c.bytes += len(b)
+	c.mu.Unlock()
+	return s, nil
+}
 
 // toStruct encodes a typed object as a protobuf Struct. encoding/json writes
 // it by its json tags; the bytes are then read token by token straight into
@@ -23,14 +73,20 @@ func toStruct(o any) (*structpb.Struct, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(b))
+	return decodeStruct(b)
+}
+
+func decodeStruct(b []byte) (*structpb.Struct, error) {
+	// encoding/json never writes a name twice in an object, so checking
+	// for duplicates is wasted work.
+	d := jsontext.NewDecoder(bytes.NewReader(b), jsontext.AllowDuplicateNames(true))
 	v, err := decodeValue(d)
 	if err != nil {
 		return nil, err
 	}
 	s := v.GetStructValue()
 	if s == nil {
-		return nil, errors.Errorf("cannot encode a %T as an object", o)
+		return nil, errors.New("cannot encode a value that is not a JSON object as a Struct")
 	}
 	return s, nil
 }

@@ -25,12 +25,23 @@ type Function struct {
 
 	log       logging.Logger
 	composers map[string]compose.Composer
+	structs   *structCache
+}
+
+// Option configures a Function.
+type Option func(*Function)
+
+// WithoutStructCache makes the Function build every desired object's Struct
+// afresh, as on the first reconcile of a composite. For benchmarks.
+func WithoutStructCache() Option {
+	return func(f *Function) { f.structs = nil }
 }
 
 // New returns a Function that logs to log.
-func New(log logging.Logger) *Function {
-	return &Function{
-		log: log,
+func New(log logging.Logger, opts ...Option) *Function {
+	f := &Function{
+		log:     log,
+		structs: newStructCache(),
 		// Dispatch is by kind alone, never by API group, so a platform team
 		// can serve the XRDs under its own group.
 		composers: map[string]compose.Composer{
@@ -38,6 +49,10 @@ func New(log logging.Logger) *Function {
 			route.Kind:   route.Composer{},
 		},
 	}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
 }
 
 // RunFunction runs one reconcile of an InferenceGateway or a ModelRoute.
@@ -73,7 +88,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 
-	if err := write(req, rsp, view, res); err != nil {
+	if err := write(req, rsp, view, res, f.structs); err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}

@@ -17,7 +17,7 @@ import (
 // write puts the composer's result into the response: desired composed
 // resources (built, then carried forward), the composite's status,
 // readiness and conditions, warnings and requirements.
-func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view compose.Request, res *compose.Result) error {
+func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view compose.Request, res *compose.Result, structs *structCache) error {
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
 	}
@@ -25,7 +25,7 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		rsp.Desired.Resources = map[string]*fnv1.Resource{}
 	}
 	for name, d := range res.Resources {
-		s, err := toStruct(d.Object)
+		s, err := structs.toStruct(d.Object)
 		if err != nil {
 			return errors.Wrapf(err, "cannot encode the desired composed resource %q", name)
 		}

@@ -178,15 +178,30 @@ func Read(o *structpb.Struct) (Observed, error) {
 	if ob.manifest, err = field(ap, "manifest"); err != nil {
 		return ob, errors.Wrap(err, "status.atProvider")
 	}
-	var conds map[string]Condition
-	if status != nil {
-		if v, ok := status.GetFields()["conditions"]; ok {
-			if conds, err = Conditions(map[string]any{"conditions": v.AsInterface()}); err != nil {
-				return ob, err
-			}
+	// Read the two conditions straight from the Struct: Read runs for
+	// every observed resource on every reconcile.
+	v, ok := status.GetFields()["conditions"]
+	if _, null := v.GetKind().(*structpb.Value_NullValue); !ok || null {
+		return ob, nil
+	}
+	list := v.GetListValue()
+	if list == nil {
+		return ob, errors.Errorf("status.conditions is a %T, not a list", v.AsInterface())
+	}
+	for i, item := range list.GetValues() {
+		c := item.GetStructValue()
+		if c == nil {
+			return ob, errors.Errorf("status.conditions[%d] is a %T, not an object", i, item.AsInterface())
+		}
+		f := c.GetFields()
+		cond := Condition{Status: f["status"].GetStringValue(), Reason: f["reason"].GetStringValue(), Message: f["message"].GetStringValue()}
+		switch f["type"].GetStringValue() {
+		case "Synced":
+			ob.Synced = cond
+		case "Ready":
+			ob.Ready = cond
 		}
 	}
-	ob.Synced, ob.Ready = conds["Synced"], conds["Ready"]
 	return ob, nil
 }
 
