@@ -72,7 +72,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	kind, _ := view.Composite["kind"].(string)
-	log = log.WithValues("xr-kind", kind)
+	md, _ := view.Composite["metadata"].(map[string]any)
+	log = log.WithValues("xr-kind", kind, "xr-name", md["name"])
 
 	c, ok := f.composers[kind]
 	if !ok {
