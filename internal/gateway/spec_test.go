@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadSpec(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		spec    map[string]any
+		wantErr string
+	}{
+		"Minimal":         {reason: "providerConfigName alone is enough.", spec: map[string]any{"providerConfigName": "p"}},
+		"TLS":             {reason: "TLS with a hostname and a certificate.", spec: map[string]any{"providerConfigName": "p", "hostname": "llm.example.com", "tls": map[string]any{"certificateRefs": []any{map[string]any{"name": "c"}}}}},
+		"NoProvider":      {reason: "providerConfigName is required.", spec: map[string]any{}, wantErr: "spec.providerConfigName is required"},
+		"BlankProvider":   {reason: "Blank is missing.", spec: map[string]any{"providerConfigName": " "}, wantErr: "spec.providerConfigName is required"},
+		"NegativeReplica": {reason: "Replicas cannot be negative.", spec: map[string]any{"providerConfigName": "p", "replicas": -1.0}, wantErr: "spec.replicas is -1"},
+		"BadHostname":     {reason: "A hostname must be a DNS name.", spec: map[string]any{"providerConfigName": "p", "hostname": "Not A Host"}, wantErr: `spec.hostname "Not A Host" is not a hostname`},
+		"TLSNoCerts":      {reason: "TLS needs a certificate.", spec: map[string]any{"providerConfigName": "p", "hostname": "a.b", "tls": map[string]any{}}, wantErr: "spec.tls.certificateRefs is empty"},
+		"TLSEmptyName":    {reason: "A certificate ref needs a name.", spec: map[string]any{"providerConfigName": "p", "hostname": "a.b", "tls": map[string]any{"certificateRefs": []any{map[string]any{}}}}, wantErr: "spec.tls.certificateRefs[0].name is empty"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadSpec(map[string]any{"spec": tc.spec})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("%s\nReadSpec(...): %v", tc.reason, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("%s\nReadSpec(...): want an error containing %q, got %v", tc.reason, tc.wantErr, err)
+			}
+		})
+	}
+}
