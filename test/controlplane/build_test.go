@@ -1,0 +1,146 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A tool is one binary built from a tools module under tools/. Each tools
+// module has its own go.mod, so that the large dependency graphs of
+// Kubernetes, Crossplane and the provider never enter the function's
+// go.mod, and pins its main package with a tool directive.
+type tool struct {
+	name    string // binary name, and the prefix of its cached file
+	version string // the upstream version the tools module pins
+	module  string // folder under tools/
+	pkg     string // main package
+	ldflags string
+}
+
+// kubeVersionFlags set the version Kubernetes binaries report. Built from
+// the module cache they would report v0.0.0-master, which the API server's
+// compatibility-version checks reject.
+const kubeVersionFlags = "-X k8s.io/component-base/version.gitVersion=v1.36.1 " +
+	"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+
+// The binaries the control plane runs, in the order they are built.
+var (
+	toolEtcd = tool{name: "etcd", version: "v3.6.8", module: "etcd", pkg: "go.etcd.io/etcd/server/v3"}
+
+	toolAPIServer = tool{name: "kube-apiserver", version: "v1.36.1", module: "kubernetes",
+		pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kubeVersionFlags}
+
+	toolControllerManager = tool{name: "kube-controller-manager", version: "v1.36.1", module: "kubernetes",
+		pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kubeVersionFlags}
+
+	toolProvider = tool{name: "provider-kubernetes", version: "v1.3.1", module: "provider-kubernetes",
+		pkg: "github.com/crossplane-contrib/provider-kubernetes/cmd/provider"}
+
+	toolCrossplane = tool{name: "crossplane", version: "v2.2.0", module: "crossplane",
+		pkg:     "github.com/crossplane/crossplane/v2/cmd/crossplane",
+		ldflags: "-X github.com/crossplane/crossplane/v2/internal/version.version=v2.2.0"}
+
+	toolCrane = tool{name: "crane", version: "v0.20.7", module: "crane", pkg: "github.com/google/go-containerregistry/cmd/crane"}
+
+	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAPIServer, toolControllerManager}
+)
+
+// buildMu keeps two builds from this test binary from running at once: on
+// two cores a second concurrent build only slows the first one down.
+var buildMu sync.Mutex
+
+// buildTool returns the path of t's binary under bin/controlplane at the
+// repository root, building it first if it is not there. A build writes to
+// a temporary name and renames it into place, so that a concurrent or
+// interrupted run never leaves half a binary under the final name.
+func buildTool(ctx context.Context, tb testing.TB, root string, t tool) string {
+	tb.Helper()
+	out := filepath.Join(root, "bin", "controlplane", t.name+"-"+t.version)
+	if _, err := os.Stat(out); err == nil {
+		tb.Logf("build %s %s: cached at %s", t.name, t.version, out)
+		return out
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		tb.Fatalf("cannot create %s: %v", filepath.Dir(out), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+t.name+"-*")
+	if err != nil {
+		tb.Fatalf("cannot create a temporary file for %s: %v", t.name, err)
+	}
+	_ = tmp.Close()
+	defer func() { _ = os.Remove(tmp.Name()) }()
+
+	args := []string{"build", "-o", tmp.Name()}
+	if t.ldflags != "" {
+		args = append(args, "-ldflags", t.ldflags)
+	}
+	args = append(args, t.pkg)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = filepath.Join(root, "test", "controlplane", "tools", t.module)
+	// GOWORK=off: a go.work somewhere above must not pull the tools module
+	// into the function's build list, or the other way round.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	start := time.Now()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("cannot build %s in %s: %v\n%s", t.pkg, cmd.Dir, err, b)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		tb.Fatalf("cannot move %s into place: %v", t.name, err)
+	}
+	tb.Logf("build %s %s: built in %s", t.name, t.version, time.Since(start).Round(time.Second))
+	return out
+}
+
+// moduleDir returns the folder of module@version in the module cache,
+// downloading it if need be. It runs in an empty folder outside any module,
+// so it never touches a go.mod or go.sum; the checksum database still
+// verifies the download.
+func moduleDir(ctx context.Context, tb testing.TB, module, version string) string {
+	tb.Helper()
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = tb.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("cannot download %s@%s: %v\n%s%s", module, version, err, stdout.String(), stderr.String())
+	}
+	var info struct {
+		Dir   string
+		Error string
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
+		tb.Fatalf("cannot read go mod download output for %s@%s: %v", module, version, err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		tb.Fatalf("cannot download %s@%s: %s", module, version, info.Error)
+	}
+	return info.Dir
+}
+
+// tail returns the last n lines of a file, for failure reports.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,658 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
+)
+
+// Names the control plane is set up with. The XRs under example/ name the
+// ClusterProviderConfig; the Composition names the Function.
+const (
+	providerConfigName = "gpu-cluster-1"
+	functionName       = "function-inference-gateway"
+	crossplaneNS       = "crossplane-system"
+	gatewayNS          = "modelplane-system"    // the Gateway's namespace, and the InferenceGateway's Objects'
+	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment
+	gatewayClassName   = "envoy"
+	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
+)
+
+// Resources the test reads and writes.
+var (
+	gvrCRD            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	gvrObject         = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "objects"}
+	gvrCPC            = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "clusterproviderconfigs"}
+	gvrGateway        = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	gvrGatewayClass   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
+	gvrEnvoyProxy     = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "envoyproxies"}
+	gvrBackend        = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backends"}
+	gvrTrafficPolicy  = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backendtrafficpolicies"}
+	gvrAIRoute        = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aigatewayroutes"}
+	gvrAIBackend      = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aiservicebackends"}
+	gvrSecPolicy      = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "backendsecuritypolicies"}
+	gvrFunction       = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functions"}
+	gvrFunctionRev    = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functionrevisions"}
+	gvrXRD            = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v2", Resource: "compositeresourcedefinitions"}
+	gvrInferenceGW    = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "inferencegateways"}
+	gvrModelRoute     = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "modelroutes"}
+	gvrDeployment     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrSecret         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrNamespace      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crossplaneVersion = toolCrossplane.version
+)
+
+// cluster is the control plane on loopback: etcd, kube-apiserver and
+// kube-controller-manager as the cluster, which is both the control plane
+// and, through provider-kubernetes, the gateway cluster; Crossplane core;
+// provider-kubernetes; a local OCI registry; and the function.
+type cluster struct {
+	tb   testing.TB
+	root string // repository root
+	dir  string // this run's temporary folder
+	ps   *procs
+	ca   *ca
+
+	bins map[string]string // tool name -> binary
+
+	apiPort    int
+	token      string
+	kubeconfig string // file, for the processes
+
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	disc discovery.CachedDiscoveryInterface
+	rm   *restmapper.DeferredDiscoveryRESTMapper
+
+	registry     string // host:port of the OCI registry
+	functionPort int
+	functionPkg  string // the Function's spec.package
+}
+
+// buildAll builds (or finds cached) every binary the control plane runs.
+func buildAll(ctx context.Context, tb testing.TB, root string) map[string]string {
+	bins := map[string]string{}
+	start := time.Now()
+	for _, t := range allTools {
+		bins[t.name] = buildTool(ctx, tb, root, t)
+	}
+	xp, err := toolchain.Crossplane()
+	if err != nil {
+		tb.Fatalf("cannot build the crossplane CLI: %v", err)
+	}
+	bins["crossplane-cli"] = xp
+	tb.Logf("binaries ready in %s", time.Since(start).Round(time.Second))
+	return bins
+}
+
+// startCluster brings up etcd, the API server and the controller manager,
+// and returns once the API server serves and the controller manager has
+// created the default ServiceAccount (without which no pod is admitted).
+func startCluster(ctx context.Context, tb testing.TB, root string, bins map[string]string) *cluster {
+	dir := tb.TempDir()
+	c := &cluster{tb: tb, root: root, dir: dir, ps: newProcs(tb, dir), ca: newCA(tb), bins: bins, token: "controlplane-test-admin"}
+
+	// etcd on a temp data dir. --unsafe-no-fsync: the data is thrown away.
+	etcdClient, etcdPeer := c.ps.freePort(), c.ps.freePort()
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	etcd := c.ps.start("etcd", nil, bins["etcd"],
+		"--name=controlplane", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=controlplane="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+	must(tb, waitFor(ctx, etcd, 100*time.Millisecond, "etcd health", func(ctx context.Context) (bool, error) {
+		body, err := httpGet(ctx, http.DefaultClient, clientURL+"/health", "")
+		return err == nil && strings.Contains(body, `"health":"true"`), err
+	}))
+
+	// kube-apiserver. --endpoint-reconciler-type=none: the default
+	// reconciler refuses a loopback advertise address and loops on it.
+	// Token auth with a system:masters token keeps every client simple; the
+	// serving certificate comes from the test CA, so clients verify it.
+	c.apiPort = c.ps.freePort()
+	pki := filepath.Join(dir, "pki")
+	must(tb, os.MkdirAll(pki, 0o700))
+	serving := c.ca.server(tb, "kube-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+	c.ca.writeDir(tb, pki, serving)
+	saKey, saPub := serviceAccountKeys(tb, pki)
+	tokens := filepath.Join(pki, "tokens.csv")
+	writeFile(tb, tokens, []byte(c.token+`,admin,admin-uid,"system:masters"`+"\n"))
+	api := c.ps.start("kube-apiserver", nil, bins["kube-apiserver"],
+		"--etcd-servers="+clientURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.apiPort),
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),
+		"--tls-cert-file="+filepath.Join(pki, "tls.crt"), "--tls-private-key-file="+filepath.Join(pki, "tls.key"),
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--profiling=false")
+	apiURL := fmt.Sprintf("https://127.0.0.1:%d", c.apiPort)
+	c.cfg = &rest.Config{
+		Host:            apiURL,
+		BearerToken:     c.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.ca.certPEM},
+		// The stand-ins and the observers poll and watch a lot; the
+		// default client-side limit (5 QPS) would make them the bottleneck.
+		QPS: 200, Burst: 400,
+	}
+	httpc, err := rest.HTTPClientFor(c.cfg)
+	must(tb, err)
+	must(tb, waitFor(ctx, api, 200*time.Millisecond, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
+		body, err := httpGet(ctx, httpc, apiURL+"/readyz", "")
+		return err == nil && strings.TrimSpace(body) == "ok", err
+	}))
+	c.dyn, err = dynamic.NewForConfig(c.cfg)
+	must(tb, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(c.cfg)
+	must(tb, err)
+	c.disc = memory.NewMemCacheClient(dc)
+	c.rm = restmapper.NewDeferredDiscoveryRESTMapper(c.disc)
+
+	c.kubeconfig = filepath.Join(dir, "kubeconfig")
+	writeFile(tb, c.kubeconfig, c.kubeconfigFor(apiURL))
+
+	// kube-controller-manager, with only the controllers this test needs:
+	// deployment and replicaset roll the Envoy Deployment for real,
+	// serviceaccount creates the default ServiceAccount that pod admission
+	// wants, and garbagecollector removes composed resources once their
+	// owner is gone.
+	kcm := c.ps.start("kube-controller-manager", nil, bins["kube-controller-manager"],
+		"--kubeconfig="+c.kubeconfig,
+		"--controllers=deployment,replicaset,serviceaccount,garbagecollector",
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.ps.freePort()))
+	must(tb, waitFor(ctx, kcm, 200*time.Millisecond, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := c.dyn.Resource(gvrServiceAccount).Namespace("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	}))
+	return c
+}
+
+// kubeconfigFor returns a kubeconfig for the admin token at server.
+func (c *cluster) kubeconfigFor(server string) []byte {
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: controlplane
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: controlplane
+  context:
+    cluster: controlplane
+    user: admin
+current-context: controlplane
+`, server, base64.StdEncoding.EncodeToString(c.ca.certPEM), c.token)
+}
+
+// crdSource is a folder of CRD YAML in a Go module.
+type crdSource struct {
+	module, version, dir string
+	// skip reports whether a file is to be left out.
+	skip func(name string) bool
+}
+
+// installCRDs installs every CustomResourceDefinition the composed
+// resources need, straight from the upstream modules: provider-kubernetes,
+// Envoy Gateway, Gateway API and Envoy AI Gateway. The API server then
+// validates every composed manifest against the real schemas, CEL rules
+// included.
+func (c *cluster) installCRDs(ctx context.Context, providerWebhookPort int) {
+	sources := []crdSource{
+		{module: "github.com/crossplane-contrib/provider-kubernetes", version: toolProvider.version, dir: "package/crds"},
+		// Envoy Gateway's own CRDs. Each file is wrapped in a Helm
+		// {{- if ...}} ... {{- end}} pair, which readCRDs drops.
+		{module: "github.com/envoyproxy/gateway", version: "v1.8.1", dir: "charts/gateway-crds-helm/templates/generated"},
+		// EG's chart carries Gateway API only in templated bundles; the
+		// Gateway API module has them plain. The safe-upgrades file is a
+		// ValidatingAdmissionPolicy, not a CRD.
+		{module: "sigs.k8s.io/gateway-api", version: "v1.5.1", dir: "config/crd/standard",
+			skip: func(n string) bool { return strings.Contains(n, "vap_") }},
+		{module: "github.com/envoyproxy/ai-gateway", version: "v1.0.0", dir: "manifests/charts/ai-gateway-crds-helm/templates"},
+	}
+	var names []string
+	for _, s := range sources {
+		dir := filepath.Join(moduleDir(ctx, c.tb, s.module, s.version), s.dir)
+		for _, crd := range readCRDs(c.tb, dir, s.skip) {
+			if crd.GetName() == "objects.kubernetes.crossplane.io" {
+				c.pointConversionWebhook(crd, providerWebhookPort)
+			}
+			c.create(ctx, gvrCRD, crd)
+			names = append(names, crd.GetName())
+		}
+	}
+	for _, n := range names {
+		c.waitCRDEstablished(ctx, n)
+	}
+	c.tb.Logf("installed %d CRDs", len(names))
+}
+
+// pointConversionWebhook points the cluster-scoped Object CRD's conversion
+// webhook, which upstream reaches through an in-cluster Service, at the
+// provider's webhook on loopback, trusting the test CA.
+func (c *cluster) pointConversionWebhook(crd *unstructured.Unstructured, port int) {
+	cc := map[string]any{
+		"url":      fmt.Sprintf("https://127.0.0.1:%d/convert", port),
+		"caBundle": base64.StdEncoding.EncodeToString(c.ca.certPEM),
+	}
+	must(c.tb, unstructured.SetNestedMap(crd.Object, cc, "spec", "conversion", "webhook", "clientConfig"))
+}
+
+func (c *cluster) waitCRDEstablished(ctx context.Context, name string) {
+	must(c.tb, waitFor(ctx, nil, 100*time.Millisecond, "CRD "+name+" Established", func(ctx context.Context) (bool, error) {
+		u, err := c.dyn.Resource(gvrCRD).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionStatus(u, "Established") == "True", nil
+	}))
+}
+
+// readCRDs reads every CustomResourceDefinition in the YAML files of dir.
+// Lines that are Helm template actions ({{ ... }}) are dropped: the chart
+// folders wrap plain CRDs in an if/end pair and template nothing else.
+func readCRDs(tb testing.TB, dir string, skip func(string) bool) []*unstructured.Unstructured {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatalf("cannot read CRD folder %s: %v", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") || (skip != nil && skip(e.Name())) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			tb.Fatalf("cannot read %s: %v", e.Name(), err)
+		}
+		var kept []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "{{") {
+				continue
+			}
+			kept = append(kept, l)
+		}
+		for _, u := range decodeYAML(tb, e.Name(), []byte(strings.Join(kept, "\n"))) {
+			if u.GetKind() == "CustomResourceDefinition" {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// decodeYAML decodes a stream of YAML documents, skipping empty ones.
+func decodeYAML(tb testing.TB, name string, b []byte) []*unstructured.Unstructured {
+	tb.Helper()
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		err := d.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			tb.Fatalf("cannot decode YAML in %s: %v", name, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// readYAMLFile decodes the YAML documents of a file in the repository.
+func (c *cluster) readYAMLFile(rel string) []*unstructured.Unstructured {
+	b, err := os.ReadFile(filepath.Join(c.root, rel))
+	must(c.tb, err)
+	return decodeYAML(c.tb, rel, b)
+}
+
+// create creates u, or leaves an existing object alone.
+func (c *cluster) create(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	c.tb.Helper()
+	_, err := c.dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		c.tb.Fatalf("cannot create %s %s/%s: %v", gvr.Resource, u.GetNamespace(), u.GetName(), err)
+	}
+}
+
+// createTyped creates a typed object of a built-in kind.
+func (c *cluster) createTyped(ctx context.Context, gvr schema.GroupVersionResource, obj any, apiVersion, kind string) {
+	c.tb.Helper()
+	u, err := toUnstructured(obj, apiVersion, kind)
+	must(c.tb, err)
+	c.create(ctx, gvr, u)
+}
+
+// apply creates each object by its kind, found through discovery.
+func (c *cluster) apply(ctx context.Context, objs ...*unstructured.Unstructured) {
+	c.tb.Helper()
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		var m *meta.RESTMapping
+		err := waitFor(ctx, nil, 200*time.Millisecond, "a REST mapping for "+gvk.String(), func(context.Context) (bool, error) {
+			var err error
+			if m, err = c.rm.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				// A kind that appeared since the last discovery, such as
+				// an XR type Crossplane just created from an XRD.
+				c.rm.Reset()
+				return false, err
+			}
+			return true, nil
+		})
+		must(c.tb, err)
+		c.create(ctx, m.Resource, u)
+	}
+}
+
+func (c *cluster) namespace(ctx context.Context, name string) {
+	c.tb.Helper()
+	c.create(ctx, gvrNamespace, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	}})
+}
+
+// startCrossplane runs `crossplane core init`, which installs Crossplane's
+// CRDs and its Lock, then `crossplane core start` with the External package
+// runtime: Crossplane fetches and installs packages but runs no Deployment
+// for them, and this test plays the runtime for the function.
+func (c *cluster) startCrossplane(ctx context.Context) {
+	xpDir := moduleDir(ctx, c.tb, "github.com/crossplane/crossplane/v2", crossplaneVersion)
+	c.namespace(ctx, crossplaneNS)
+	env := []string{"KUBECONFIG=" + c.kubeconfig} // Crossplane has no --kubeconfig flag
+	// On a fresh API server the first init can fail with `no matches for
+	// kind "Lock"`: it creates the Lock before discovery has caught up with
+	// the CRD it just created. Retrying shortly after succeeds.
+	var out, lastErr string
+	must(c.tb, waitFor(ctx, nil, time.Second, "crossplane core init", func(ctx context.Context) (bool, error) {
+		var err error
+		defer func() {
+			if err != nil && err.Error() != lastErr {
+				lastErr = err.Error()
+				c.tb.Logf("crossplane core init failed (retrying): %v", err)
+			}
+		}()
+		out, err = c.ps.run(ctx, env, c.bins["crossplane"], "core", "init",
+			"--enable-webhooks=false", "--cr-ds-path="+filepath.Join(xpDir, "cluster", "crds"),
+			"--tlsca-secret-name=crossplane-root-ca",
+			"--tls-server-secret-name=crossplane-tls-server",
+			"--tls-client-secret-name=crossplane-tls-client")
+		if err != nil {
+			err = fmt.Errorf("cannot initialize Crossplane: %v: %s", err, tail2(out))
+			return false, err
+		}
+		return true, nil
+	}))
+
+	// Crossplane's client certificate for mTLS to functions, from the same
+	// test CA that signs the function's server certificate.
+	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "crossplane-client-certs"), c.ca.client(c.tb, "crossplane"))
+	// Crossplane writes fetched packages into the cache folder but does not
+	// create it; without it every unpack fails with "io: read/write on
+	// closed pipe" (the cache writer's end of a pipe).
+	cache := filepath.Join(c.dir, "xpkg-cache")
+	must(c.tb, os.MkdirAll(cache, 0o755))
+	metrics, probe := c.ps.freePort(), c.ps.freePort()
+	xp := c.ps.start("crossplane", env, c.bins["crossplane"], "core", "start",
+		"--enable-webhooks=false", "--package-runtime=External",
+		"--tls-client-certs-dir="+certs,
+		"--xpkg-cache-dir="+cache,
+		"--metrics-port="+strconv.Itoa(metrics), "--health-probe-port="+strconv.Itoa(probe))
+	must(c.tb, waitFor(ctx, xp, 200*time.Millisecond, "Crossplane /readyz", func(ctx context.Context) (bool, error) {
+		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), "")
+		return err == nil, err
+	}))
+}
+
+// startProvider runs provider-kubernetes against the cluster, with watches
+// on so that an Object's spec.watch takes effect (v1.3 defaults the feature
+// off), and gives it a ClusterProviderConfig whose kubeconfig points back
+// at the same API server, which plays the gateway cluster.
+func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
+	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
+	probe := c.ps.freePort()
+	p := c.ps.start("provider-kubernetes",
+		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + certs},
+		c.bins["provider-kubernetes"],
+		"--enable-watches",
+		"--webhook-port="+strconv.Itoa(webhookPort),
+		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", c.ps.freePort()),
+		"--health-probe-bind-addr="+fmt.Sprintf("127.0.0.1:%d", probe))
+	must(c.tb, waitFor(ctx, p, 200*time.Millisecond, "provider-kubernetes /readyz", func(ctx context.Context) (bool, error) {
+		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), "")
+		return err == nil, err
+	}))
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: providerConfigName + "-kubeconfig", Namespace: crossplaneNS},
+		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort))},
+	}
+	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
+	c.create(ctx, gvrCPC, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
+		"kind":       "ClusterProviderConfig",
+		"metadata":   map[string]any{"name": providerConfigName},
+		"spec": map[string]any{"credentials": map[string]any{
+			"source":    "Secret",
+			"secretRef": map[string]any{"namespace": crossplaneNS, "name": secret.Name, "key": "kubeconfig"},
+		}},
+	}})
+}
+
+// installFunction builds this function and its package, serves the
+// function over mTLS, pushes the package to a local registry, and installs
+// it as a Function. Crossplane's External runtime never sets the revision's
+// endpoint, so the test does what a runtime controller would: it points the
+// FunctionRevision at the function and reports the runtime healthy.
+func (c *cluster) installFunction(ctx context.Context) {
+	// The function, over mTLS with a server certificate for 127.0.0.1.
+	bin, err := toolchain.Function(c.dir)
+	must(c.tb, err)
+	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "function-certs"), c.ca.server(c.tb, functionName))
+	c.functionPort = c.ps.freePort()
+	fn := c.ps.start("function", nil, bin,
+		"--tls-certs-dir="+certs, fmt.Sprintf("--address=127.0.0.1:%d", c.functionPort), "--debug")
+	must(c.tb, waitFor(ctx, fn, 100*time.Millisecond, "the function's gRPC port", listening(c.functionPort)))
+
+	// The registry: crane's in-memory OCI registry, plain HTTP on loopback.
+	// go-containerregistry, which both crane and Crossplane use, talks
+	// plain HTTP to a 127.0.0.1 registry without further configuration.
+	regPort := c.ps.freePort()
+	c.registry = fmt.Sprintf("127.0.0.1:%d", regPort)
+	reg := c.ps.start("registry", nil, c.bins["crane"], "registry", "serve", "--address="+c.registry)
+	must(c.tb, waitFor(ctx, reg, 100*time.Millisecond, "the registry", listening(regPort)))
+
+	// The package: the repository's package/crossplane.yaml (and the
+	// Input CRD beside it) when it is there, a minimal meta otherwise. It
+	// carries no runtime image: nothing runs one here.
+	pkgRoot := filepath.Join(c.dir, "package")
+	must(c.tb, os.MkdirAll(pkgRoot, 0o755))
+	if b, err := os.ReadFile(filepath.Join(c.root, "package", "crossplane.yaml")); err == nil {
+		writeFile(c.tb, filepath.Join(pkgRoot, "crossplane.yaml"), b)
+	} else {
+		writeFile(c.tb, filepath.Join(pkgRoot, "crossplane.yaml"), []byte(`apiVersion: meta.pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: `+functionName+`
+spec:
+  capabilities: [composition]
+`))
+	}
+	xpkg := filepath.Join(c.dir, "function.xpkg")
+	out, err := c.ps.run(ctx, nil, c.bins["crossplane-cli"], "xpkg", "build",
+		"--package-root="+pkgRoot, "--examples-root="+filepath.Join(c.dir, "no-examples"), "--package-file="+xpkg)
+	if err != nil {
+		c.tb.Fatalf("cannot build the function package: %v\n%s", err, out)
+	}
+	c.functionPkg = c.registry + "/modelplaneai/" + functionName + ":v0.1.0"
+	if out, err := c.ps.run(ctx, nil, c.bins["crane"], "push", "--insecure", xpkg, c.functionPkg); err != nil {
+		c.tb.Fatalf("cannot push the function package: %v\n%s", err, out)
+	}
+
+	// The Secret a runtime would hold the function's server certificate
+	// in; the revision's status names it.
+	tlsSecret := functionName + "-tls-server"
+	kp, err := os.ReadFile(filepath.Join(certs, "tls.crt"))
+	must(c.tb, err)
+	c.createTyped(ctx, gvrSecret, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tlsSecret, Namespace: crossplaneNS},
+		Data:       map[string][]byte{"tls.crt": kp, "ca.crt": c.ca.certPEM},
+	}, "v1", "Secret")
+
+	c.create(ctx, gvrFunction, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "pkg.crossplane.io/v1",
+		"kind":       "Function",
+		"metadata":   map[string]any{"name": functionName},
+		"spec":       map[string]any{"package": c.functionPkg},
+	}})
+
+	// Play the runtime: once the package manager has made the active
+	// revision, give it the endpoint and a RuntimeHealthy condition, the
+	// two things Crossplane's Deployment runtime would have set.
+	var rev string
+	must(c.tb, waitFor(ctx, nil, 200*time.Millisecond, "an active FunctionRevision", func(ctx context.Context) (bool, error) {
+		l, err := c.dyn.Resource(gvrFunctionRev).List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + functionName})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range l.Items {
+			if s, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState"); s == "Active" {
+				rev = r.GetName()
+				return true, nil
+			}
+		}
+		return false, nil
+	}))
+	must(c.tb, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r, err := c.dyn.Resource(gvrFunctionRev).Get(ctx, rev, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		must(c.tb, unstructured.SetNestedField(r.Object, fmt.Sprintf("dns:///127.0.0.1:%d", c.functionPort), "status", "endpoint"))
+		must(c.tb, unstructured.SetNestedField(r.Object, tlsSecret, "status", "tlsServerSecretName"))
+		setCondition(r, map[string]any{
+			"type": "RuntimeHealthy", "status": "True", "reason": "HealthyPackageRevision",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		})
+		_, err = c.dyn.Resource(gvrFunctionRev).UpdateStatus(ctx, r, metav1.UpdateOptions{})
+		return err
+	}))
+	must(c.tb, waitFor(ctx, fn, 200*time.Millisecond, "Function Installed and Healthy", func(ctx context.Context) (bool, error) {
+		f, err := c.dyn.Resource(gvrFunction).Get(ctx, functionName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if conditionStatus(f, "Installed") == "True" && conditionStatus(f, "Healthy") == "True" {
+			return true, nil
+		}
+		return false, fmt.Errorf("cannot see the Function installed and healthy yet: %s", conditionsSummary(f))
+	}))
+}
+
+// installExamples installs the XRDs and Compositions under example/ and
+// waits until Crossplane serves both XR kinds.
+func (c *cluster) installExamples(ctx context.Context) {
+	for _, kind := range []string{"gateway", "route"} {
+		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "xrd.yaml"))...)
+	}
+	for _, name := range []string{"inferencegateways.modelplane.ai", "modelroutes.modelplane.ai"} {
+		must(c.tb, waitFor(ctx, nil, 200*time.Millisecond, "XRD "+name+" Established", func(ctx context.Context) (bool, error) {
+			u, err := c.dyn.Resource(gvrXRD).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return conditionStatus(u, "Established") == "True", nil
+		}))
+	}
+	for _, kind := range []string{"gateway", "route"} {
+		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))...)
+	}
+}
+
+// patchMerge merge-patches an object.
+func (c *cluster) patchMerge(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, patch map[string]any, sub ...string) error {
+	b, err := jsonMarshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}, sub...)
+	return err
+}
+
+func httpGet(ctx context.Context, hc *http.Client, url, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rsp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rsp.Body.Close() }()
+	b, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		return "", err
+	}
+	if rsp.StatusCode != http.StatusOK {
+		return string(b), fmt.Errorf("cannot GET %s: %s: %s", url, rsp.Status, b)
+	}
+	return string(b), nil
+}
+
+// tail2 keeps the start and the end of a command's output for an error
+// message: a CLI prints its error first and may follow it with its usage.
+func tail2(s string) string {
+	const n = 1000
+	if len(s) > 2*n {
+		return s[:n] + "\n...\n" + s[len(s)-n:]
+	}
+	return s
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -1,0 +1,92 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// condition returns the condition of type typ in status.conditions, or nil.
+func condition(u *unstructured.Unstructured, typ string) map[string]any {
+	if u == nil {
+		return nil
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// conditionStatus returns the status of the condition typ ("True",
+// "False", "Unknown"), or "" when there is none.
+func conditionStatus(u *unstructured.Unstructured, typ string) string {
+	s, _ := condition(u, typ)["status"].(string)
+	return s
+}
+
+// conditionReason returns the reason of the condition typ, or "".
+func conditionReason(u *unstructured.Unstructured, typ string) string {
+	s, _ := condition(u, typ)["reason"].(string)
+	return s
+}
+
+// conditionsSummary renders every condition as type=status(reason).
+func conditionsSummary(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	parts := make([]string, 0, len(conds))
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		parts = append(parts, fmt.Sprintf("%v=%v(%v: %v)", m["type"], m["status"], m["reason"], m["message"]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// setCondition replaces the condition of the same type, or adds it.
+func setCondition(u *unstructured.Unstructured, c map[string]any) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	out := make([]any, 0, len(conds)+1)
+	for _, x := range conds {
+		if m, _ := x.(map[string]any); m["type"] == c["type"] {
+			continue
+		}
+		out = append(out, x)
+	}
+	out = append(out, c)
+	_ = unstructured.SetNestedSlice(u.Object, out, "status", "conditions")
+}
+
+// int64At reads an integer field, which JSON decoding may have made an
+// int64 or a float64. A missing field is 0, as Kubernetes omits zero
+// counters.
+func int64At(obj map[string]any, path ...string) int64 {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	if !ok {
+		return 0
+	}
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
+}
+
+func jsonMarshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode JSON: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,467 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+)
+
+// Composition resource names and labels Crossplane puts on composed
+// resources (crossplane v2.2.0 internal/xcrd and composite packages).
+const (
+	annotationResourceName = "crossplane.io/composition-resource-name"
+	labelComposite         = "crossplane.io/composite"
+)
+
+// timeline records when things first happened, relative to t0.
+type timeline struct {
+	mu    sync.Mutex
+	t0    time.Time
+	marks []timelineMark
+}
+
+type timelineMark struct {
+	what string
+	at   time.Duration
+}
+
+// start sets t0 and forgets earlier marks.
+func (tl *timeline) start(t0 time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.t0, tl.marks = t0, nil
+}
+
+// mark records what, the first time only, at the given time.
+func (tl *timeline) mark(what string, at time.Time) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.t0.IsZero() {
+		return
+	}
+	for _, m := range tl.marks {
+		if m.what == what {
+			return
+		}
+	}
+	tl.marks = append(tl.marks, timelineMark{what: what, at: at.Sub(tl.t0)})
+}
+
+// has reports whether what has been marked.
+func (tl *timeline) has(what string) (time.Duration, bool) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, m := range tl.marks {
+		if m.what == what {
+			return m.at, true
+		}
+	}
+	return 0, false
+}
+
+func (tl *timeline) String() string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	ms := slices.Clone(tl.marks)
+	slices.SortStableFunc(ms, func(a, b timelineMark) int { return int(a.at - b.at) })
+	var sb strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&sb, "  %7.2fs  %s\n", m.at.Seconds(), m.what)
+	}
+	return sb.String()
+}
+
+// Timeline entries.
+const (
+	tlXRCreated        = "InferenceGateway created"
+	tlObjectsCreated   = "all 5 gateway Objects composed"
+	tlGatewayAddress   = "Gateway has status.addresses"
+	tlAnchorAccepted   = "anchor AIGatewayRoute Accepted"
+	tlDeployment       = "Envoy Deployment created"
+	tlMarker           = "ext-proc marker in the pod template"
+	tlRolloutComplete  = "rollout complete (rule holds on the Deployment)"
+	tlAllAvailable     = "all replicas available on the current template"
+	tlObjectReady      = "envoy-deployment Object Ready=True"
+	tlGatewayReady     = "InferenceGateway GatewayReady=True"
+	tlRouteCreated     = "ModelRoute created"
+	tlRouteObject      = "model AIGatewayRoute in the API server"
+	tlRoutingReady     = "ModelRoute RoutingReady=True"
+	tlKubeletReleased  = "kubelet stand-in released (pods may start)"
+	tlMarkerPatchFirst = "AI Gateway stand-in patched the marker"
+)
+
+// transition is one change of a condition seen on an XR.
+type transition struct {
+	at                      time.Time
+	status, reason, message string
+}
+
+// deletion is one object the API server deleted.
+type deletion struct {
+	at            time.Time
+	resource      string
+	namespace     string
+	name          string
+	allowed       bool
+	allowedReason string
+}
+
+// allowance permits the deletion of matching objects.
+type allowance struct {
+	reason    string
+	resource  string
+	namespace string
+	name      string // "" matches any name
+}
+
+// world watches the API server for the whole test: it checks the
+// invariants on every event, keeps the timeline, the condition
+// transitions of the XRs and every deletion.
+type world struct {
+	tb     testing.TB
+	c      *cluster
+	rule   *rollout.Rule
+	teamNS string
+	tl     *timeline
+
+	watchers map[schema.GroupVersionResource]*watcher
+
+	mu         sync.Mutex
+	allowances []allowance
+	deletions  []deletion
+	violations []string
+	reported   int // violations already reported
+	checks     int // agreement checks made on Object events
+	gwTrans    []transition
+	rtTrans    []transition
+	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
+	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
+}
+
+// suspect is an InferenceGateway state that breaks the invariant unless
+// it is the moment between Crossplane's two status writes.
+type suspect struct {
+	since    time.Time
+	counters map[string]any
+	reported bool
+}
+
+// suspectGrace is how long GatewayReady=True may be seen beside the
+// counters of an unfinished rollout. Crossplane writes an XR's status in
+// two requests per reconcile: it server-side applies the function's
+// desired status (status.rollout here) while composing, and updates the
+// conditions (GatewayReady) at the end (crossplane v2.2.0
+// composite/composition_functions.go and reconciler.go). A watcher can see
+// the new counters with the old condition in between, for milliseconds. A
+// function that really said True would leave the pair in place until its
+// next reconcile, a TTL (one minute) or a watch event later, so a pair
+// that outlives this grace is a violation.
+const suspectGrace = 15 * time.Second
+
+// watchedForDeletion are the kinds whose deletion the test watches: every
+// kind the two XRs compose, remotely and as Objects, and the XRs.
+var watchedForDeletion = []schema.GroupVersionResource{
+	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrDeployment, gvrInferenceGW, gvrModelRoute,
+}
+
+// watch starts watching and waits until every watcher has listed once.
+func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
+	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
+		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	for _, gvr := range watchedForDeletion {
+		wt := newWatcher(c, gvr,
+			func(u *unstructured.Unstructured) { w.onChange(gvr, u) },
+			func(u *unstructured.Unstructured) { w.onDelete(gvr, u) })
+		w.watchers[gvr] = wt
+	}
+	for _, wt := range w.watchers {
+		wg.Add(1)
+		go func() { defer wg.Done(); wt.run(ctx) }()
+	}
+	for gvr, wt := range w.watchers {
+		select {
+		case <-wt.synced:
+		case <-ctx.Done():
+			tb.Fatalf("cannot list %s: %v", gvr, ctx.Err())
+		}
+	}
+	return w
+}
+
+// allow permits deletions from now on.
+func (w *world) allow(a allowance) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.allowances = append(w.allowances, a)
+}
+
+func (w *world) violate(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// check fails the test for every invariant violation seen since the last
+// check. Watch handlers never call t.Errorf themselves: they run on
+// their own goroutines and may outlive a subtest.
+func (w *world) check(tb testing.TB) {
+	tb.Helper()
+	w.mu.Lock()
+	if sp := w.suspect; sp != nil && !sp.reported && time.Since(sp.since) > suspectGrace {
+		sp.reported = true
+		w.violations = append(w.violations, fmt.Sprintf("%s GatewayReady=True for %s with rollout counters of an unfinished rollout: %v",
+			sp.since.Format("15:04:05.000"), time.Since(sp.since).Round(time.Second), sp.counters))
+	}
+	vs := w.violations[w.reported:]
+	w.reported = len(w.violations)
+	w.mu.Unlock()
+	for _, v := range vs {
+		tb.Errorf("invariant violated: %s", v)
+	}
+}
+
+// deleted returns the deletions seen so far.
+func (w *world) deleted() []deletion {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.deletions)
+}
+
+func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	d := deletion{at: time.Now(), resource: gvr.Resource, namespace: u.GetNamespace(), name: u.GetName()}
+	if !w.relevant(gvr, u) {
+		return
+	}
+	w.mu.Lock()
+	for _, a := range w.allowances {
+		if a.resource == gvr.Resource && a.namespace == u.GetNamespace() && (a.name == "" || a.name == u.GetName()) {
+			d.allowed, d.allowedReason = true, a.reason
+			break
+		}
+	}
+	w.deletions = append(w.deletions, d)
+	w.mu.Unlock()
+	if !d.allowed {
+		w.violate("unexpected deletion of %s %s/%s", gvr.Resource, u.GetNamespace(), u.GetName())
+	}
+}
+
+// relevant reports whether an object belongs to the gateway or the model
+// route: Secrets and Deployments of other namespaces, and namespaces other
+// than the team's, are Crossplane's and the cluster's own business.
+func (w *world) relevant(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
+	switch gvr {
+	case gvrNamespace:
+		return u.GetName() == w.teamNS || u.GetName() == teamControlNS || u.GetName() == gatewayNS || u.GetName() == envoyGatewayNS
+	case gvrSecret:
+		return u.GetNamespace() == w.teamNS || u.GetNamespace() == teamControlNS
+	case gvrDeployment:
+		return u.GetNamespace() == envoyGatewayNS
+	}
+	return true
+}
+
+func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	now := time.Now()
+	switch gvr {
+	case gvrObject:
+		w.onObject(u, now)
+	case gvrGateway:
+		if addrs, _, _ := unstructured.NestedSlice(u.Object, "status", "addresses"); len(addrs) > 0 && u.GetNamespace() == gatewayNS {
+			w.tl.mark(tlGatewayAddress, now)
+		}
+	case gvrAIRoute:
+		if conditionStatus(u, "Accepted") == "True" && u.GetNamespace() == gatewayNS {
+			w.tl.mark(tlAnchorAccepted, now)
+		}
+		if u.GetNamespace() == w.teamNS && u.GetName() == routeName {
+			w.tl.mark(tlRouteObject, now)
+		}
+	case gvrDeployment:
+		if u.GetNamespace() != envoyGatewayNS {
+			return
+		}
+		w.tl.mark(tlDeployment, now)
+		if v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", markerConfigHash); v != "" {
+			w.tl.mark(tlMarker, now)
+		}
+		if v, err := w.rule.Evaluate(u.Object); err == nil && v.Ready {
+			w.tl.mark(tlRolloutComplete, now)
+			want := int64At(u.Object, "spec", "replicas")
+			if int64At(u.Object, "status", "availableReplicas") == want && int64At(u.Object, "status", "updatedReplicas") == want && int64At(u.Object, "status", "replicas") == want {
+				w.tl.mark(tlAllAvailable, now)
+			}
+		}
+	case gvrInferenceGW:
+		w.onGateway(u, now)
+	case gvrModelRoute:
+		w.onRoute(u, now)
+	}
+}
+
+// onObject checks, on every event of the gateway's envoy-deployment
+// Object, that the Ready condition provider-kubernetes computed from our
+// celQuery agrees with the function's own rule evaluated on the same
+// manifest the provider wrote beside it. The provider sets both from one
+// read of the Deployment in one status update (provider-kubernetes
+// internal/controller/namespaced/object/object.go: Observe stores the
+// live object in status.atProvider.manifest and derives Ready from it), so
+// the two must agree at every observation, not just eventually.
+func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
+	if u.GetNamespace() == gatewayNS && u.GetLabels()[labelComposite] == gatewayXRName {
+		n := 0
+		for _, ou := range w.watchers[gvrObject].list() {
+			if ou.GetNamespace() == gatewayNS && ou.GetLabels()[labelComposite] == gatewayXRName {
+				n++
+			}
+		}
+		if n == len(gateway.Resources) {
+			w.tl.mark(tlObjectsCreated, now)
+		}
+	}
+	if res := u.GetAnnotations()[annotationResourceName]; u.GetNamespace() == gatewayNS && res != "" {
+		st, reason := conditionStatus(u, "Synced"), conditionReason(u, "Synced")
+		msg, _ := condition(u, "Synced")["message"].(string)
+		w.mu.Lock()
+		ts := w.synced[res]
+		if n := len(ts); st != "" && (n == 0 || ts[n-1].status != st || ts[n-1].reason != reason) {
+			w.synced[res] = append(ts, transition{at: now, status: st, reason: reason, message: msg})
+		}
+		w.mu.Unlock()
+	}
+	if u.GetAnnotations()[annotationResourceName] != gateway.ResourceEnvoyDeployment {
+		return
+	}
+	manifest, ok, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest")
+	ready := condition(u, "Ready")
+	if !ok || ready == nil {
+		return
+	}
+	if q, _, _ := unstructured.NestedString(u.Object, "spec", "readiness", "celQuery"); q != w.rule.Expression {
+		w.violate("the envoy-deployment Object's celQuery is not the function's rollout rule:\n got %s\nwant %s", q, w.rule.Expression)
+	}
+	v, err := w.rule.Evaluate(manifest)
+	if err != nil {
+		w.violate("cannot evaluate the rollout rule on the Object's manifest: %v", err)
+		return
+	}
+	w.mu.Lock()
+	w.checks++
+	w.mu.Unlock()
+	if (ready["status"] == "True") != v.Ready {
+		w.violate("envoy-deployment Object Ready=%v (%v) but the function's rule says %v %v on the same manifest (generation %d, status %v)",
+			ready["status"], ready["reason"], v.Ready, v.Failed, int64At(manifest, "metadata", "generation"), manifest["status"])
+	}
+	if v.Ready {
+		w.tl.mark(tlObjectReady, now)
+	}
+}
+
+// onGateway records GatewayReady transitions and checks that GatewayReady
+// is True only with rollout counters that describe a finished rollout.
+func (w *world) onGateway(u *unstructured.Unstructured, now time.Time) {
+	st, reason := conditionStatus(u, gateway.ConditionType), conditionReason(u, gateway.ConditionType)
+	msg, _ := condition(u, gateway.ConditionType)["message"].(string)
+	w.mu.Lock()
+	if n := len(w.gwTrans); st != "" && (n == 0 || w.gwTrans[n-1].status != st || w.gwTrans[n-1].reason != reason) {
+		w.gwTrans = append(w.gwTrans, transition{at: now, status: st, reason: reason, message: msg})
+	}
+	w.mu.Unlock()
+	if st != "True" {
+		w.clearSuspect()
+		return
+	}
+	w.tl.mark(tlGatewayReady, now)
+	if reason != gateway.ReasonReady {
+		w.violate("GatewayReady=True with reason %q, want %q", reason, gateway.ReasonReady)
+	}
+	r, ok, _ := unstructured.NestedMap(u.Object, "status", "rollout")
+	if ok && int64At(r, "observedGeneration") >= int64At(r, "generation") &&
+		int64At(r, "updatedReplicas") == int64At(r, "replicas") && int64At(r, "availableReplicas") >= 1 {
+		w.clearSuspect()
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch sp := w.suspect; {
+	case sp == nil:
+		w.suspect = &suspect{since: now, counters: r}
+	case !sp.reported && now.Sub(sp.since) > suspectGrace:
+		sp.reported = true
+		w.violations = append(w.violations, fmt.Sprintf("%s GatewayReady=True for %s with rollout counters of an unfinished rollout: %v",
+			sp.since.Format("15:04:05.000"), now.Sub(sp.since).Round(time.Second), r))
+	}
+}
+
+func (w *world) clearSuspect() {
+	w.mu.Lock()
+	w.suspect = nil
+	w.mu.Unlock()
+}
+
+// onRoute records RoutingReady transitions.
+func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
+	st, reason := conditionStatus(u, "RoutingReady"), conditionReason(u, "RoutingReady")
+	msg, _ := condition(u, "RoutingReady")["message"].(string)
+	w.mu.Lock()
+	if n := len(w.rtTrans); st != "" && (n == 0 || w.rtTrans[n-1].status != st || w.rtTrans[n-1].reason != reason) {
+		w.rtTrans = append(w.rtTrans, transition{at: now, status: st, reason: reason, message: msg})
+	}
+	w.mu.Unlock()
+	if st == "True" {
+		w.tl.mark(tlRoutingReady, now)
+	}
+}
+
+// syncedTransitions renders the Synced changes of the gateway's Objects.
+func (w *world) syncedTransitions(t0 time.Time) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sb strings.Builder
+	for _, res := range gateway.Resources {
+		fmt.Fprintf(&sb, " %s:\n%s", res, formatTransitions(t0, w.synced[res]))
+	}
+	return sb.String()
+}
+
+// lastTransition returns when GatewayReady or RoutingReady last changed.
+func (w *world) lastTransition() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, ts := range [][]transition{w.gwTrans, w.rtTrans} {
+		if n := len(ts); n > 0 && ts[n-1].at.After(last) {
+			last = ts[n-1].at
+		}
+	}
+	return last
+}
+
+// transitions returns the recorded GatewayReady and RoutingReady changes.
+func (w *world) transitions() (gw, rt []transition) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.gwTrans), slices.Clone(w.rtTrans)
+}
+
+func formatTransitions(t0 time.Time, ts []transition) string {
+	var sb strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&sb, "  %7.2fs  %s (%s): %s\n", t.at.Sub(t0).Seconds(), t.status, t.reason, t.message)
+	}
+	return sb.String()
+}

@@ -1,0 +1,193 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A proc is one process the test started, in a process group of its own.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{} // closed when the process has exited
+	err  error         // why it exited; read after done is closed
+}
+
+// running reports whether the process has not exited yet.
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop ends the process group: SIGTERM, then SIGKILL if it is still there
+// after grace. Only this process's own group is signalled, by its id.
+func (p *proc) stop(grace time.Duration) {
+	if !p.running() {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+	// A child of the leader that ignored SIGTERM and outlived it still
+	// belongs to the group; make sure none is left.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// procs starts processes and stops all of them when the test ends, even
+// when it fails, in the reverse order of their start.
+type procs struct {
+	tb     testing.TB
+	logDir string
+
+	mu    sync.Mutex
+	all   []*proc
+	ports []int // every loopback port handed out, checked after the stop
+}
+
+func newProcs(tb testing.TB, logDir string) *procs {
+	ps := &procs{tb: tb, logDir: logDir}
+	tb.Cleanup(ps.stopAll)
+	return ps
+}
+
+// start runs bin with args and env (added to this process's environment)
+// and returns at once. Output goes to a log file whose tail is printed if
+// the test fails. The child runs in its own process group, so that stop
+// can end it and anything it forked, and dies with this test process if
+// the test binary itself is killed (a panic on -timeout skips Cleanup).
+func (ps *procs) start(name string, env []string, bin string, args ...string) *proc {
+	ps.tb.Helper()
+	logPath := filepath.Join(ps.logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		ps.tb.Fatalf("cannot create log file for %s: %v", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		ps.tb.Fatalf("cannot start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	ps.mu.Lock()
+	ps.all = append(ps.all, p)
+	ps.mu.Unlock()
+	ps.tb.Logf("started %s (pid %d), log %s", name, cmd.Process.Pid, logPath)
+	return p
+}
+
+// run runs a short-lived command to completion and returns its output.
+func (ps *procs) run(ctx context.Context, env []string, bin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// CommandContext kills only the leader; kill the whole group.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	b, err := cmd.CombinedOutput()
+	return string(b), err
+}
+
+func (ps *procs) stopAll() {
+	ps.mu.Lock()
+	all := append([]*proc(nil), ps.all...)
+	ports := append([]int(nil), ps.ports...)
+	ps.mu.Unlock()
+	failed := ps.tb.Failed()
+	for i := len(all) - 1; i >= 0; i-- {
+		p := all[i]
+		early := !p.running()
+		p.stop(15 * time.Second)
+		if failed || early {
+			ps.tb.Logf("--- %s (exited early: %t, %v), last lines of %s:\n%s", p.name, early, p.err, p.log, tail(p.log, 40))
+		}
+	}
+	// Nothing the test started may still listen on a port it handed out.
+	for _, port := range ports {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			ps.tb.Errorf("port %d still accepts connections after every process was stopped", port)
+		}
+	}
+}
+
+// freePort returns a loopback port nothing listens on now. Another process
+// could take it before ours does; the servers then fail to start, loudly.
+func (ps *procs) freePort() int {
+	ps.tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ps.tb.Fatalf("cannot find a free port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	ps.mu.Lock()
+	ps.ports = append(ps.ports, port)
+	ps.mu.Unlock()
+	return port
+}
+
+// waitFor polls check every interval until it returns true, ctx ends, or
+// the process p (if not nil) exits. It returns the last error check gave.
+func waitFor(ctx context.Context, p *proc, interval time.Duration, what string, check func(context.Context) (bool, error)) error {
+	var last error
+	for {
+		ok, err := check(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		if p != nil && !p.running() {
+			return fmt.Errorf("cannot wait for %s: %s exited: %v", what, p.name, p.err)
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("cannot wait for %s: %w", what, errors.Join(ctx.Err(), last))
+		case <-time.After(interval):
+		}
+	}
+}
+
+// listening reports whether something accepts TCP connections on port.
+func listening(port int) func(context.Context) (bool, error) {
+	return func(context.Context) (bool, error) {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 500*time.Millisecond)
+		if err != nil {
+			return false, err
+		}
+		_ = c.Close()
+		return true, nil
+	}
+}
