@@ -19,6 +19,18 @@ test:
 generate:
 	go generate -tags generate ./internal/input
 
+# The control-plane suite alone, with its timeline (also part of make test).
+.PHONY: controlplane
+controlplane:
+	go test -v -count=1 -timeout 60m -run '^TestControlPlane$$' ./test/controlplane
+
+# Run the control-plane suite once per deliberate break of the function
+# (test/controlplane/breaks_test.go): every run must fail where the break
+# says it is caught, and leave no process behind. Not part of make test.
+.PHONY: controlplane-breaks
+controlplane-breaks:
+	go test -v -count=1 -timeout 90m -run '^TestBreaksAreCaught$$' ./test/controlplane -args -breaks
+
 # Refresh the end-to-end golden files after an intended change of output.
 .PHONY: golden
 golden:

@@ -484,7 +484,7 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 // FunctionRevision at the function and reports the runtime healthy.
 func (c *cluster) installFunction(ctx context.Context) {
 	// The function, over mTLS with a server certificate for 127.0.0.1.
-	bin, err := toolchain.Function(c.dir)
+	bin, err := toolchain.Function(c.dir, functionFlags(c.tb, c.root, c.dir)...)
 	must(c.tb, err)
 	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "function-certs"), c.ca.server(c.tb, functionName))
 	c.functionPort = c.ps.freePort()

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -58,6 +60,7 @@ func (p *proc) stop(grace time.Duration) {
 type procs struct {
 	tb     testing.TB
 	logDir string
+	runID  string // in the environment of every process started, see survivors
 
 	mu    sync.Mutex
 	all   []*proc
@@ -65,7 +68,11 @@ type procs struct {
 }
 
 func newProcs(tb testing.TB, logDir string) *procs {
-	ps := &procs{tb: tb, logDir: logDir}
+	id := os.Getenv(runIDEnv)
+	if id == "" {
+		id = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	ps := &procs{tb: tb, logDir: logDir, runID: id}
 	tb.Cleanup(ps.stopAll)
 	return ps
 }
@@ -83,7 +90,7 @@ func (ps *procs) start(name string, env []string, bin string, args ...string) *p
 		ps.tb.Fatalf("cannot create log file for %s: %v", name, err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), append(env, runIDEnv+"="+ps.runID)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -106,7 +113,7 @@ func (ps *procs) start(name string, env []string, bin string, args ...string) *p
 // run runs a short-lived command to completion and returns its output.
 func (ps *procs) run(ctx context.Context, env []string, bin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), append(env, runIDEnv+"="+ps.runID)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// CommandContext kills only the leader; kill the whole group.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -128,6 +135,11 @@ func (ps *procs) stopAll() {
 			ps.tb.Logf("--- %s (exited early: %t, %v), last lines of %s:\n%s", p.name, early, p.err, p.log, tail(p.log, 40))
 		}
 	}
+	// No process the test started, nor anything they forked, may be left:
+	// each carries the run's id in its environment.
+	if left := survivors(ps.runID); len(left) > 0 {
+		ps.tb.Errorf("processes this test started are still running after every process was stopped: %s", strings.Join(left, "; "))
+	}
 	// Nothing the test started may still listen on a port it handed out.
 	for _, port := range ports {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 200*time.Millisecond)
@@ -136,6 +148,46 @@ func (ps *procs) stopAll() {
 			ps.tb.Errorf("port %d still accepts connections after every process was stopped", port)
 		}
 	}
+}
+
+// runIDEnv names the environment variable that marks every process one
+// run of the suite starts. A parent (TestBreaksAreCaught) sets it for its
+// child, so that it can look for leftovers after the child has exited.
+const runIDEnv = "CONTROLPLANE_TEST_RUN"
+
+// survivors lists the processes, other than this one, whose environment
+// carries the run id: processes a run started, or their children, that are
+// still alive. A child inherits its parent's environment, so a process
+// forked by one the test started is found too; a zombie has an empty
+// environment and is not.
+//
+// A killed process can take a moment to go, so it looks again for up to
+// five seconds before it answers.
+func survivors(runID string) []string {
+	left := survivorsNow(runID)
+	for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = survivorsNow(runID) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return left
+}
+
+func survivorsNow(runID string) []string {
+	want := []byte(runIDEnv + "=" + runID + "\x00")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []string
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		out = append(out, fmt.Sprintf("pid %d: %s", pid, strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))))
+	}
+	return out
 }
 
 // freePort returns a loopback port nothing listens on now. Another process

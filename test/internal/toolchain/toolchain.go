@@ -68,13 +68,14 @@ func Crossplane() (string, error) {
 }
 
 // Function builds this function's binary into dir and returns its path.
-func Function(dir string) (string, error) {
+// flags are extra go build flags, such as -overlay.
+func Function(dir string, flags ...string) (string, error) {
 	root, err := Root()
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "function-inference-gateway")
-	return out, build(root, out, "./cmd/function")
+	return out, build(root, out, append(flags, "./cmd/function")...)
 }
 
 // build runs go build in dir, writing to a temporary file beside out and

@@ -1,0 +1,207 @@
+package controlplane
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
+)
+
+// Deliberate breaks. The suite is worth its minutes only if it fails when
+// the function gets wrong the two things it exists for: judging a rollout
+// from the Deployment controller's own counters, and never taking a model
+// offline by dropping its route. Each break below makes one such mistake
+// in a copy of one source file, compiled into the function with
+// `go build -overlay`, so the working tree is never touched.
+//
+//	go test -v -timeout 60m -run '^TestControlPlane$' ./test/controlplane -args -break=NAME
+//
+// runs the suite against the broken function, and must fail.
+//
+//	go test -v -timeout 90m -run '^TestBreaksAreCaught$' ./test/controlplane -args -breaks
+//
+// (make controlplane-breaks) runs it once per break in a child process and
+// requires each run to fail where the break's entry says, and to leave no
+// process behind.
+var (
+	breakName   = flag.String("break", "", "build the function with the named deliberate break (see breaks_test.go); the run is expected to fail")
+	checkBreaks = flag.Bool("breaks", false, "run TestControlPlane once per deliberate break in a child process and require each run to fail")
+)
+
+// An edit replaces the one occurrence of old with new.
+type edit struct{ old, new string }
+
+// A deliberateBreak is a mistake the suite must catch.
+type deliberateBreak struct {
+	name  string
+	what  string
+	file  string // relative to the repository root
+	edits []edit
+	// caughtBy is text the failing run prints where the suite catches
+	// the break.
+	caughtBy string
+}
+
+var breaks = []deliberateBreak{{
+	name: "ready-replicas",
+	what: "GatewayReady taken from the Deployment's readyReplicas reaching spec.replicas, the usual readiness check, instead of the rollout rule: " +
+		"ready old-template pods, which may lack the ext-proc sidecar, count",
+	file: "internal/gateway/ready.go",
+	edits: []edit{{
+		old: "\te.rollout = v\n",
+		new: "\tswitch ready := d.Spec.Replicas != nil && d.Status.ReadyReplicas >= *d.Spec.Replicas; {\n" +
+			"\tcase ready:\n\t\tv = rollout.Verdict{Ready: true}\n" +
+			"\tcase v.Ready:\n\t\tv = rollout.Verdict{Failed: []rollout.Check{rollout.NoReplicaAvailable}}\n\t}\n" +
+			"\te.rollout = v\n",
+	}},
+	// Scenario 3: the old pods are ready while the new ones are held.
+	caughtBy: "the function says GatewayReady=True",
+}, {
+	name: "route-gated-on-gateway",
+	what: "the model's AIGatewayRoute composed only while the gateway is GatewayReady, and dropped otherwise, " +
+		"so that Crossplane deletes it (or never creates it) while the gateway rolls out",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\t\tif len(refs) > 0 {\n",
+		new: "\t\tif !gw.verdict.Ready {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tif len(refs) > 0 && gw.verdict.Ready {\n",
+	}},
+	// Scenario 2: the route must reach the gateway cluster at once.
+	caughtBy: "waiting for the model's AIGatewayRoute on the gateway cluster",
+}}
+
+// findBreak returns the break named name.
+func findBreak(name string) (deliberateBreak, error) {
+	var known []string
+	for _, b := range breaks {
+		if b.name == name {
+			return b, nil
+		}
+		known = append(known, b.name)
+	}
+	return deliberateBreak{}, fmt.Errorf("cannot find the deliberate break %q; known breaks: %s", name, strings.Join(known, ", "))
+}
+
+// overlay writes the broken copy of b.file and a go build overlay that
+// swaps it in, into dir, and returns the go build flag. It fails when an
+// edit's old text is not in the file exactly once, so a break never goes
+// stale silently when the source moves on.
+func (b deliberateBreak) overlay(tb testing.TB, root, dir string) string {
+	tb.Helper()
+	src := filepath.Join(root, b.file)
+	body, err := os.ReadFile(src)
+	must(tb, err)
+	s := string(body)
+	for _, e := range b.edits {
+		if n := strings.Count(s, e.old); n != 1 {
+			tb.Fatalf("cannot apply the deliberate break %q: %q occurs %d times in %s, want once; update breaks_test.go", b.name, e.old, n, b.file)
+		}
+		s = strings.Replace(s, e.old, e.new, 1)
+	}
+	broken := filepath.Join(dir, "break-"+filepath.Base(b.file))
+	writeFile(tb, broken, []byte(s))
+	ov, err := json.Marshal(map[string]map[string]string{"Replace": {src: broken}})
+	must(tb, err)
+	path := filepath.Join(dir, "break-overlay.json")
+	writeFile(tb, path, ov)
+	return "-overlay=" + path
+}
+
+// functionFlags returns the go build flags for the function under test:
+// none, or the overlay of the break named by -break.
+func functionFlags(tb testing.TB, root, dir string) []string {
+	tb.Helper()
+	if *breakName == "" {
+		return nil
+	}
+	b, err := findBreak(*breakName)
+	must(tb, err)
+	tb.Logf("DELIBERATE BREAK %q: %s. This run is expected to fail (%q).", b.name, b.what, b.caughtBy)
+	return []string{b.overlay(tb, root, dir)}
+}
+
+// TestBreaksAreCaught runs the whole suite once per deliberate break, each
+// in a child test process, and requires every run to fail where the break
+// says it is caught, and to leave no process it started behind.
+func TestBreaksAreCaught(t *testing.T) {
+	if !*checkBreaks {
+		t.Skip("runs the control plane once per deliberate break; enable with -args -breaks")
+	}
+	if testing.Short() {
+		t.Skip("starts a whole control plane per break")
+	}
+	for _, b := range breaks {
+		t.Run(b.name, func(t *testing.T) {
+			timeout := 40 * time.Minute
+			if dl, ok := t.Deadline(); ok && time.Until(dl)-time.Minute < timeout {
+				timeout = time.Until(dl) - time.Minute
+			}
+			runID := fmt.Sprintf("break-%s-%d", b.name, time.Now().UnixNano())
+			logPath := filepath.Join(t.TempDir(), "run.log")
+			f, err := os.Create(logPath)
+			must(t, err)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestControlPlane$", "-test.v", "-test.count=1",
+				"-test.timeout="+timeout.String(), "-break="+b.name)
+			cmd.Env = append(os.Environ(), runIDEnv+"="+runID)
+			var out bytes.Buffer
+			w := io.MultiWriter(f, &out)
+			cmd.Stdout, cmd.Stderr = w, w
+			start := time.Now()
+			err = cmd.Run()
+			_ = f.Close()
+			log := out.String()
+			t.Logf("the run with %q ended after %s: %v; its log: %s", b.name, time.Since(start).Round(time.Second), err, logPath)
+
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				t.Errorf("the suite passed with the deliberate break %q (%s): it does not catch it", b.name, b.what)
+			case !errors.As(err, &exit):
+				t.Errorf("cannot run the suite with %q: %v", b.name, err)
+			case strings.Contains(log, "panic: test timed out"):
+				t.Errorf("the run with %q timed out instead of failing on a check", b.name)
+			case !strings.Contains(log, "--- FAIL: TestControlPlane"):
+				t.Errorf("the run with %q failed before the suite ran", b.name)
+			case !strings.Contains(log, b.caughtBy):
+				t.Errorf("the run with %q failed, but not where it should be caught: no %q in its output", b.name, b.caughtBy)
+			}
+			for _, l := range strings.Split(log, "\n") {
+				if strings.Contains(l, b.caughtBy) || strings.Contains(l, "--- FAIL") || strings.Contains(l, "DELIBERATE BREAK") {
+					t.Logf("child: %s", strings.TrimSpace(l))
+				}
+			}
+			if left := survivors(runID); len(left) > 0 {
+				t.Errorf("processes the run with %q started are still there after it ended: %s", b.name, strings.Join(left, "; "))
+			}
+			if t.Failed() {
+				t.Logf("last lines of the run:\n%s", tail(logPath, 80))
+			}
+		})
+	}
+}
+
+// TestBreaksCompile applies every deliberate break and builds the broken
+// function, so that a break whose source has moved on fails here, in every
+// run, rather than only when someone runs the breaks.
+func TestBreaksCompile(t *testing.T) {
+	root, err := toolchain.Root()
+	must(t, err)
+	for _, b := range breaks {
+		t.Run(b.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := toolchain.Function(dir, b.overlay(t, root, dir)); err != nil {
+				t.Errorf("cannot build the function with the deliberate break %q: %v", b.name, err)
+			}
+		})
+	}
+}
