@@ -2,7 +2,9 @@ package fn
 
 import (
 	"sort"
+	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -14,9 +16,26 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
+// NotReadyTTL is the response TTL while the composite's condition is False;
+// once it is True the SDK's default of one minute applies.
+//
+// With realtime compositions (beta, on by default) Crossplane requeues an
+// XR after the shortest TTL its pipeline returned (crossplane v2.2.0,
+// internal/controller/apiextensions/composite/reconciler.go). Watch events
+// are not enough to follow a rollout promptly: each XR kind's circuit
+// breaker (internal/circuit) opens within a second of an InferenceGateway's
+// creation, because its watched envoy-deployment Object changes many times
+// during a rollout, and then lets an event through only every 30 s; and a
+// ModelRoute learns of its InferenceGateway only through required
+// resources, which Crossplane does not watch. With the one-minute TTL the
+// control-plane suite saw GatewayReady turn True 53 s after the rollout
+// finished. A shorter TTL while not ready bounds that lag at a few
+// reconciles a minute per unready composite, each a no-op apply.
+const NotReadyTTL = 15 * time.Second
+
 // write puts the composer's result into the response: desired composed
 // resources (built, then carried forward), the composite's status,
-// readiness and conditions, warnings and requirements.
+// readiness and conditions, warnings and requirements, and the TTL.
 func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view compose.Request, res *compose.Result, structs *structCache) error {
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
@@ -51,6 +70,9 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
 	}
 	writeRequirements(rsp, res.Requirements)
+	if !res.Ready {
+		rsp.Meta.Ttl = durationpb.New(NotReadyTTL)
+	}
 	return nil
 }
 

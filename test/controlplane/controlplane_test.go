@@ -57,7 +57,8 @@ const (
 // XRs slow to follow their Objects, and the waits allow for both twice
 // over. Crossplane v2.2 does not watch a function's required resources, so
 // a ModelRoute sees a change of its InferenceGateway or Secret only when it
-// is reconciled again, at the latest after the function's one-minute TTL.
+// is reconciled again, at the latest after the function's TTL (15 s while
+// RoutingReady is False, a minute once True).
 // And each XR kind's circuit breaker (crossplane v2.2.0 internal/circuit:
 // 100 tokens, an update event costs two, refill one a second, open for
 // five minutes with one event let through every 30 s) opens within a

@@ -164,7 +164,7 @@ type suspect struct {
 // composite/composition_functions.go and reconciler.go). A watcher can see
 // the new counters with the old condition in between, for milliseconds. A
 // function that really said True would leave the pair in place until its
-// next reconcile, a TTL (one minute) or a watch event later, so a pair
+// next reconcile, a TTL (one minute while True) or a watch event later, so a pair
 // that outlives this grace is a violation.
 const suspectGrace = 15 * time.Second
 
