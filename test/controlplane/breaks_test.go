@@ -78,6 +78,20 @@ var breaks = []deliberateBreak{{
 	}},
 	// Scenario 2: the route must reach the gateway cluster at once.
 	caughtBy: "waiting for the model's AIGatewayRoute on the gateway cluster",
+}, {
+	name: "route-dropped-once-composed",
+	what: "the model's AIGatewayRoute, once composed, dropped whenever the gateway is not GatewayReady, " +
+		"so that Crossplane garbage-collects it, and the model goes offline, during every rollout",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\t\tif len(refs) > 0 {\n",
+		new: "\t\t_, composed := req.Observed[ResourceRoute]\n" +
+			"\t\tdrop := composed && !gw.verdict.Ready\n" +
+			"\t\tif drop {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tif len(refs) > 0 && !drop {\n",
+	}},
+	// The deletion watch, from scenario 2 on.
+	caughtBy: "unexpected deletion of aigatewayroutes ",
 }}
 
 // findBreak returns the break named name.
