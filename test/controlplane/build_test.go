@@ -1,17 +1,16 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
 // A tool is one binary built from a tools module under tools/. Each tools
@@ -59,9 +58,7 @@ var (
 var buildMu sync.Mutex
 
 // buildTool returns the path of t's binary under bin/controlplane at the
-// repository root, building it first if it is not there. A build writes to
-// a temporary name and renames it into place, so that a concurrent or
-// interrupted run never leaves half a binary under the final name.
+// repository root, building it first if it is not there.
 func buildTool(ctx context.Context, tb testing.TB, root string, t tool) string {
 	tb.Helper()
 	out := filepath.Join(root, "bin", "controlplane", t.name+"-"+t.version)
@@ -74,32 +71,13 @@ func buildTool(ctx context.Context, tb testing.TB, root string, t tool) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		tb.Fatalf("cannot create %s: %v", filepath.Dir(out), err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+t.name+"-*")
-	if err != nil {
-		tb.Fatalf("cannot create a temporary file for %s: %v", t.name, err)
-	}
-	_ = tmp.Close()
-	defer func() { _ = os.Remove(tmp.Name()) }()
-
-	args := []string{"build", "-o", tmp.Name()}
+	var args []string
 	if t.ldflags != "" {
 		args = append(args, "-ldflags", t.ldflags)
 	}
-	args = append(args, t.pkg)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = filepath.Join(root, "test", "controlplane", "tools", t.module)
-	// GOWORK=off: a go.work somewhere above must not pull the tools module
-	// into the function's build list, or the other way round.
-	cmd.Env = append(os.Environ(), "GOWORK=off")
 	start := time.Now()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("cannot build %s in %s: %v\n%s", t.pkg, cmd.Dir, err, b)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		tb.Fatalf("cannot move %s into place: %v", t.name, err)
+	if err := toolchain.Build(ctx, filepath.Join(root, "test", "controlplane", "tools", t.module), out, append(args, t.pkg)...); err != nil {
+		tb.Fatal(err)
 	}
 	tb.Logf("build %s %s: built in %s", t.name, t.version, time.Since(start).Round(time.Second))
 	return out
@@ -111,25 +89,11 @@ func buildTool(ctx context.Context, tb testing.TB, root string, t tool) string {
 // verifies the download.
 func moduleDir(ctx context.Context, tb testing.TB, module, version string) string {
 	tb.Helper()
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version)
-	cmd.Dir = tb.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		tb.Fatalf("cannot download %s@%s: %v\n%s%s", module, version, err, stdout.String(), stderr.String())
+	dirs, err := toolchain.ModuleDirs(ctx, tb.TempDir(), module+"@"+version)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	var info struct {
-		Dir   string
-		Error string
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
-		tb.Fatalf("cannot read go mod download output for %s@%s: %v", module, version, err)
-	}
-	if info.Error != "" || info.Dir == "" {
-		tb.Fatalf("cannot download %s@%s: %s", module, version, info.Error)
-	}
-	return info.Dir
+	return dirs[module+"@"+version]
 }
 
 // tail returns the last n lines of a file, for failure reports.

@@ -60,7 +60,7 @@ func Crossplane() (string, error) {
 			return
 		}
 		root := filepath.Dir(filepath.Dir(xpPath))
-		xpErr = build(filepath.Join(root, "test", "tools"), xpPath,
+		xpErr = Build(context.Background(), filepath.Join(root, "test", "tools"), xpPath,
 			"-ldflags", "-X github.com/crossplane/crossplane/v2/internal/version.version="+CrossplaneVersion,
 			"github.com/crossplane/crossplane/v2/cmd/crank")
 	})
@@ -75,12 +75,15 @@ func Function(dir string, flags ...string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "function-inference-gateway")
-	return out, build(root, out, append(flags, "./cmd/function")...)
+	return out, Build(context.Background(), root, out, append(flags, "./cmd/function")...)
 }
 
-// build runs go build in dir, writing to a temporary file beside out and
-// renaming it into place.
-func build(dir, out string, args ...string) error {
+// Build runs go build args in dir, until ctx ends, the folder of the module to build from,
+// writing to a temporary file beside out and renaming it into place, so
+// that test processes building at once never see half a binary. GOWORK is
+// off: a go.work somewhere above must not mix another module's build list
+// into this one's.
+func Build(ctx context.Context, dir, out string, args ...string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -89,8 +92,9 @@ func build(dir, out string, args ...string) error {
 		return err
 	}
 	_ = tmp.Close()
-	cmd := exec.Command("go", append([]string{"build", "-o", tmp.Name()}, args...)...)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", tmp.Name()}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("cannot build %s in %s: %v\n%s", args[len(args)-1], dir, err, b)
