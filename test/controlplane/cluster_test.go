@@ -39,34 +39,33 @@ const (
 	providerConfigName = "gpu-cluster-1"
 	functionName       = "function-inference-gateway"
 	crossplaneNS       = "crossplane-system"
-	gatewayNS          = "modelplane-system"    // the Gateway's namespace, and the InferenceGateway's Objects'
-	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment
+	gatewayNS          = "modelplane-system"    // the Gateway's namespace, and the InferenceGateway's Objects' (example/gateway/composition.yaml's Input)
+	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (the same Input)
 	gatewayClassName   = "envoy"
 	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
 )
 
 // Resources the test reads and writes.
 var (
-	gvrCRD            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	gvrObject         = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "objects"}
-	gvrCPC            = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "clusterproviderconfigs"}
-	gvrGateway        = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
-	gvrGatewayClass   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
-	gvrEnvoyProxy     = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "envoyproxies"}
-	gvrBackend        = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backends"}
-	gvrTrafficPolicy  = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backendtrafficpolicies"}
-	gvrAIRoute        = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aigatewayroutes"}
-	gvrAIBackend      = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aiservicebackends"}
-	gvrSecPolicy      = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "backendsecuritypolicies"}
-	gvrFunction       = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functions"}
-	gvrFunctionRev    = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functionrevisions"}
-	gvrXRD            = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v2", Resource: "compositeresourcedefinitions"}
-	gvrInferenceGW    = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "inferencegateways"}
-	gvrModelRoute     = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "modelroutes"}
-	gvrDeployment     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	gvrSecret         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	gvrNamespace      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	crossplaneVersion = toolCrossplane.version
+	gvrCRD           = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	gvrObject        = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "objects"}
+	gvrCPC           = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "clusterproviderconfigs"}
+	gvrGateway       = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
+	gvrGatewayClass  = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
+	gvrEnvoyProxy    = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "envoyproxies"}
+	gvrBackend       = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backends"}
+	gvrTrafficPolicy = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backendtrafficpolicies"}
+	gvrAIRoute       = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aigatewayroutes"}
+	gvrAIBackend     = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aiservicebackends"}
+	gvrSecPolicy     = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "backendsecuritypolicies"}
+	gvrFunction      = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functions"}
+	gvrFunctionRev   = schema.GroupVersionResource{Group: "pkg.crossplane.io", Version: "v1", Resource: "functionrevisions"}
+	gvrXRD           = schema.GroupVersionResource{Group: "apiextensions.crossplane.io", Version: "v2", Resource: "compositeresourcedefinitions"}
+	gvrInferenceGW   = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "inferencegateways"}
+	gvrModelRoute    = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "modelroutes"}
+	gvrDeployment    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrSecret        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrNamespace     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
 // cluster is the control plane on loopback: etcd, kube-apiserver and
@@ -395,7 +394,7 @@ func (c *cluster) namespace(ctx context.Context, name string) {
 // runtime: Crossplane fetches and installs packages but runs no Deployment
 // for them, and this test plays the runtime for the function.
 func (c *cluster) startCrossplane(ctx context.Context) {
-	xpDir := moduleDir(ctx, c.tb, "github.com/crossplane/crossplane/v2", crossplaneVersion)
+	xpDir := moduleDir(ctx, c.tb, "github.com/crossplane/crossplane/v2", toolCrossplane.version)
 	c.namespace(ctx, crossplaneNS)
 	env := []string{"KUBECONFIG=" + c.kubeconfig} // Crossplane has no --kubeconfig flag
 	// On a fresh API server the first init can fail with `no matches for

@@ -174,15 +174,12 @@ func (sc *scenarios) eventually(t *testing.T, wait time.Duration, what string, c
 	ctx, cancel := context.WithTimeout(sc.ctx, wait)
 	defer cancel()
 	last := ""
-	for {
-		if last = check(ctx); last == "" {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up after %s waiting for %s: %s", wait, what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+	_ = waitFor(ctx, nil, 200*time.Millisecond, what, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		return last == "", nil
+	})
+	if last != "" {
+		t.Fatalf("gave up after %s waiting for %s: %s", wait, what, last)
 	}
 }
 

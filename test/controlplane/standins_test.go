@@ -38,7 +38,9 @@ const (
 
 	// markerConfigHash is the pod-template annotation AI Gateway v1.1.0
 	// writes with a hash of the ext-proc injection inputs
-	// (internal/controller/gateway.go).
+	// (internal/controller/gateway.go). Written out here, not taken from
+	// the function's Input defaults, so that a wrong key there fails the
+	// suite instead of agreeing with itself.
 	markerConfigHash = "aigateway.envoyproxy.io/extproc-config-hash"
 )
 
