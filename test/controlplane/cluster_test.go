@@ -415,7 +415,7 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 			"--tls-server-secret-name=crossplane-tls-server",
 			"--tls-client-secret-name=crossplane-tls-client")
 		if err != nil {
-			err = fmt.Errorf("cannot initialize Crossplane: %v: %s", err, tail2(out))
+			err = fmt.Errorf("cannot initialize Crossplane: %v: %s", err, headAndTail(out))
 			return false, err
 		}
 		return true, nil
@@ -639,9 +639,9 @@ func httpGet(ctx context.Context, hc *http.Client, url, token string) (string, e
 	return string(b), nil
 }
 
-// tail2 keeps the start and the end of a command's output for an error
+// headAndTail keeps the start and the end of a command's output for an error
 // message: a CLI prints its error first and may follow it with its usage.
-func tail2(s string) string {
+func headAndTail(s string) string {
 	const n = 1000
 	if len(s) > 2*n {
 		return s[:n] + "\n...\n" + s[len(s)-n:]
