@@ -7,6 +7,8 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/crossplane/function-sdk-go/logging"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
 func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, opts ...Option) {
@@ -21,7 +23,8 @@ func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, opts ...Option) {
 }
 
 // BenchmarkRunFunction measures one reconcile of a rolled-out gateway and
-// of a ready ModelRoute with 1, 16 and 128 backends, every one with an API
+// of a ready ModelRoute with 1 and 16 backends (16 is the most a model can
+// have: route.MaxBackends), every one with an API
 // key and every composed Object observed: the steady state, in which the
 // desired objects are those of the last reconcile.
 func BenchmarkRunFunction(b *testing.B) {
@@ -38,7 +41,7 @@ func benchmarkAll(b *testing.B, opts ...Option) {
 	b.Run("InferenceGateway", func(b *testing.B) {
 		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil), opts...)
 	})
-	for _, n := range []int{1, 16, 128} {
+	for _, n := range []int{1, route.MaxBackends} {
 		b.Run(fmt.Sprintf("ModelRoute/backends=%d", n), func(b *testing.B) {
 			benchmark(b, routeRequest(b, n), opts...)
 		})
@@ -50,6 +53,7 @@ func routeRequest(b testing.TB, n int) *fnv1.RunFunctionRequest {
 	observed := map[string]obj{
 		"namespace": object("namespace", plainManifest("Namespace"), true, true),
 		"route":     object("route", acceptedManifest("AIGatewayRoute", "qwen", true), true, true),
+		"httproute": object("httproute", httpRouteManifest(true, true), true, true),
 	}
 	required := map[string][]obj{"gateway": gwReady}
 	for i := range n {
@@ -58,6 +62,7 @@ func routeRequest(b testing.TB, n int) *fnv1.RunFunctionRequest {
 		for _, p := range []string{"backend-", "aibackend-", "credential-", "credpolicy-"} {
 			observed[p+name] = object(p+name, plainManifest("X"), true, true)
 		}
+		withReferences(observed["credential-"+name])
 		required["secret-key-"+name] = []obj{secret("key-"+name, obj{"api-key": apiKeyValue})}
 	}
 	return newRequest(b, routeXR(backends...), observed, required)

@@ -11,8 +11,8 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 )
 
-// maxCachedBytes bounds the JSON a structCache holds: about 200 routes of
-// 128 backends. Past it the cache starts again empty.
+// maxCachedBytes bounds the JSON a structCache holds: about 1,600 routes of
+// 16 backends. Past it the cache starts again empty.
 const maxCachedBytes = 32 << 20
 
 // structCache remembers the Struct built for each JSON encoding. A

@@ -26,10 +26,12 @@ var tlsSpec = obj{"providerConfigName": "gpu-cluster-1", "hostname": "llm.exampl
 // Deployment manifest (nil: not reported).
 func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) map[string]obj {
 	o := map[string]obj{
-		"envoy-proxy":     object("envoy-proxy", plainManifest("EnvoyProxy"), true, true),
-		"gateway":         object("gateway", gatewayManifest(addr), true, addr != ""),
-		"anchor-route":    object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
-		"failover-policy": object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
+		"gateway-namespace": object("gateway-namespace", plainManifest("Namespace"), true, true),
+		"client-policy":     object("client-policy", policyManifest("ClientTrafficPolicy", true), true, true),
+		"envoy-proxy":       object("envoy-proxy", plainManifest("EnvoyProxy"), true, true),
+		"gateway":           object("gateway", gatewayManifest(addr), true, addr != ""),
+		"anchor-route":      object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
+		"failover-policy":   object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
 	}
 	// The provider's own Ready is set True even where the function must
 	// not trust it, to show the function reads the manifest instead.
@@ -37,7 +39,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 	return o
 }
 
-var allGateway = []string{"anchor-route", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway"}
+var allGateway = []string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace"}
 
 func readiness(ready ...string) map[string]string {
 	out := map[string]string{}
@@ -87,7 +89,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("", true, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "anchor-route", "envoy-deployment"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"has no address yet"}},
 		},
@@ -96,7 +98,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", false, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/AnchorNotAccepted"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "envoy-deployment"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`anchor AIGatewayRoute "inference-gateway-anchor"`}},
 		},
@@ -108,7 +110,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			}(),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`Envoy Deployment "envoy-modelplane-system-inference-gateway" in "envoy-gateway-system" has not been observed`}},
 		},
@@ -117,7 +119,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, false), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"external resource does not exist"}},
 		},
@@ -135,7 +137,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 3, 1, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"1 of 3 replicas run the current template"}},
 		},
@@ -153,7 +155,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "replicas": 0}), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 0, 0, 0), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/NoReplicaAvailable"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"0 of 0 replicas are available"}},
 		},
@@ -162,7 +164,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(1, 1, false, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/ExtProcMarkerMissing"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"aigateway.envoyproxy.io/extproc-config-hash"}},
 		},
@@ -171,7 +173,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(4, 3, true, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GenerationNotObserved"},
-				Resources:  readiness("envoy-proxy", "failover-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"generation 4", "observedGeneration 3"}},
 		},
@@ -240,8 +242,10 @@ func TestGatewayManifests(t *testing.T) {
 	wantEP := obj{"type": "Kubernetes", "kubernetes": obj{
 		"envoyDeployment": obj{"name": "envoy-modelplane-system-inference-gateway", "replicas": 2.0},
 		"envoyPDB":        obj{"maxUnavailable": 1.0},
-		"envoyService":    obj{"externalTrafficPolicy": "Cluster"},
 	}}
+	if mt := ep["spec"].(obj)["mergeType"]; mt != "StrategicMerge" {
+		t.Errorf("EnvoyProxy mergeType is %v; want StrategicMerge, so the GatewayClass's EnvoyProxy is merged, not replaced", mt)
+	}
 	if diff := cmp.Diff(wantEP, ep["spec"].(obj)["provider"]); diff != "" {
 		t.Errorf("EnvoyProxy provider: -want, +got:\n%s", diff)
 	}
@@ -299,6 +303,36 @@ func TestRunFunctionFatal(t *testing.T) {
 			reason: "TLS needs a hostname.",
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "tls": obj{"certificateRefs": []any{obj{"name": "c"}}}}), nil, nil),
 			want:   "cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for",
+		},
+		"BufferLimitTooSmall": {
+			reason: "A buffer limit under Envoy Gateway's own default only breaks requests.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "connection": obj{"bufferLimit": "1Ki"}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.connection.bufferLimit 1Ki is out of range; set a size from 32Ki to 4095Mi, such as the default 50Mi",
+		},
+		"BufferLimitTooLarge": {
+			reason: "Envoy Gateway rejects a limit that does not fit in 32 bits, and with it the whole ClientTrafficPolicy.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "connection": obj{"bufferLimit": "4Gi"}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.connection.bufferLimit 4Gi is out of range; set a size from 32Ki to 4095Mi, such as the default 50Mi",
+		},
+		"BufferLimitNotAQuantity": {
+			reason: "A limit that is no quantity names the field.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "connection": obj{"bufferLimit": "lots"}}), nil, nil),
+			want:   "cannot read InferenceGateway: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+		},
+		"UnknownRetryTrigger": {
+			reason: "A trigger Envoy Gateway does not know is named with the ones it does.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "failover": obj{"retryOn": obj{"triggers": []any{"connect-failure", "on-429"}}}}), nil, nil),
+			want:   `cannot compose InferenceGateway: spec.failover.retryOn.triggers[1] "on-429" is not a trigger Envoy Gateway knows; use one of [5xx gateway-error reset reset-before-request connect-failure retriable-4xx refused-stream retriable-status-codes cancelled deadline-exceeded internal resource-exhausted unavailable]`,
+		},
+		"BadRetryStatus": {
+			reason: "A status code outside 100-599 names its index.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "failover": obj{"retryOn": obj{"httpStatusCodes": []any{429, 700}}}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[1] is 700; use an HTTP status from 100 to 599, such as 429 or 503",
+		},
+		"BadPanicThreshold": {
+			reason: "The panic threshold is a percentage.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "failover": obj{"panicThreshold": 101}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.failover.panicThreshold is 101; set a percentage from 0 to 100",
 		},
 		"MalformedObservedObject": {
 			reason: "A malformed observed Object is Fatal, naming it.",

@@ -39,7 +39,7 @@ func object(name string, manifest obj, synced, ready bool) obj {
 		"apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
 		"kind":       "Object",
 		"metadata": obj{
-			"name": name, "namespace": "modelplane-system", "uid": "u-" + name, "resourceVersion": "42",
+			"name": name, "namespace": "modelplane-system", "uid": "u-" + name, "resourceVersion": "42", "generation": 1,
 			"annotations":   obj{"crossplane.io/composition-resource-name": name},
 			"managedFields": []any{obj{"manager": "crossplane"}},
 		},
@@ -56,8 +56,39 @@ func object(name string, manifest obj, synced, ready bool) obj {
 	if !synced {
 		conds[0] = cond("Synced", false, "ReconcileError", "cannot observe external resource: external resource does not exist")
 	}
+	for _, c := range conds {
+		c.(obj)["observedGeneration"] = 1
+	}
+	o["metadata"].(obj)["finalizers"] = []any{"finalizer.managedresource.crossplane.io"}
 	o["status"] = obj{"conditions": conds, "atProvider": obj{"manifest": manifest}}
 	return o
+}
+
+// withReferences gives an observed Object the references a credential
+// carries once its key is copied, synced at its current generation.
+func withReferences(o obj) obj {
+	o["spec"].(obj)["references"] = []any{obj{"patchesFrom": obj{"apiVersion": "v1", "kind": "Secret", "name": "key-a", "namespace": "ml-team", "fieldPath": "data[api-key]"}, "toFieldPath": "data.apiKey"}}
+	return o
+}
+
+// policyManifest is a policy whose status.ancestors says whether Envoy
+// Gateway accepted it for the Gateway.
+func policyManifest(kind string, accepted bool) obj {
+	return obj{"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": kind, "metadata": obj{"name": "x"}, "status": obj{"ancestors": []any{obj{
+		"ancestorRef":    obj{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway", "namespace": "modelplane-system"},
+		"controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+		"conditions":     []any{cond("Accepted", accepted, "Accepted", "Policy has been accepted.")},
+	}}}}
+}
+
+// httpRouteManifest is the generated HTTPRoute with Envoy Gateway's
+// Accepted and ResolvedRefs for the Gateway.
+func httpRouteManifest(accepted, resolved bool) obj {
+	return obj{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": obj{"name": "qwen"}, "status": obj{"parents": []any{obj{
+		"parentRef":      obj{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway", "namespace": "modelplane-system", "sectionName": "http"},
+		"controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+		"conditions":     []any{cond("Accepted", accepted, "Accepted", "Route is accepted"), cond("ResolvedRefs", resolved, "ResolvedRefs", "Resolved all the Object references for the Route")},
+	}}}}
 }
 
 func gatewayManifest(addr string) obj {

@@ -3,6 +3,7 @@ package fn
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -18,10 +19,11 @@ type randomRoute struct {
 	// the function.
 	implied map[string]bool
 	model   string
+	keyed   map[string]bool
 }
 
 func genRoute(r *rand.Rand) randomRoute {
-	rc := randomRoute{observed: map[string]obj{}, implied: map[string]bool{"namespace": true, "route": true}}
+	rc := randomRoute{observed: map[string]obj{}, implied: map[string]bool{"namespace": true, "route": true, "httproute": true}}
 	pool := []string{"a", "b", "c", "d", "e", "f"}
 	var backends []obj
 	keyed := map[string]bool{}
@@ -46,6 +48,7 @@ func genRoute(r *rand.Rand) randomRoute {
 			rc.implied["credential-"+n], rc.implied["credpolicy-"+n] = true, true
 		}
 	}
+	rc.keyed = keyed
 	rc.xr = routeXR(backends...)
 	rc.model = "ml-team/qwen"
 
@@ -54,11 +57,15 @@ func genRoute(r *rand.Rand) randomRoute {
 	if r.IntN(4) > 0 {
 		rc.observed["namespace"] = object("namespace", plainManifest("Namespace"), true, true)
 		rc.observed["route"] = object("route", acceptedManifest("AIGatewayRoute", "qwen", r.IntN(2) == 0), true, true)
+		rc.observed["httproute"] = object("httproute", httpRouteManifest(r.IntN(2) == 0, r.IntN(2) == 0), true, true)
 	}
 	for _, n := range pool {
 		if r.IntN(2) == 0 {
 			for _, p := range []string{"backend-", "aibackend-", "credential-", "credpolicy-"} {
 				rc.observed[p+n] = object(p+n, plainManifest("X"), true, r.IntN(2) == 0)
+			}
+			if r.IntN(2) == 0 {
+				withReferences(rc.observed["credential-"+n])
 			}
 		}
 	}
@@ -141,6 +148,19 @@ func TestModelRouteProperties(t *testing.T) {
 			}
 			if max+1 != len(tiers) {
 				t.Errorf("%s: priorities %v are not dense from 0", name, tiers)
+			}
+			// A keyed backend joins the route only once its key has
+			// reached the gateway cluster (the generator's observed route
+			// never lists backends, so none is there already).
+			for _, ref := range backendRefsRaw(m) {
+				n := strings.TrimPrefix(ref.name, "qwen-")
+				if !rc.keyed[n] {
+					continue
+				}
+				o := rc.observed["credential-"+n]
+				if o == nil || o["spec"].(obj)["references"] == nil {
+					t.Errorf("%s: keyed backend %s is routed before its key was copied to the gateway cluster", name, n)
+				}
 			}
 		}
 	}

@@ -70,7 +70,8 @@ func observedRoute(accepted bool) map[string]obj {
 		"route":        object("route", acceptedManifest("AIGatewayRoute", "qwen", accepted), true, accepted),
 		"backend-a":    object("backend-a", plainManifest("Backend"), true, true),
 		"aibackend-a":  object("aibackend-a", plainManifest("AIServiceBackend"), true, true),
-		"credential-a": object("credential-a", plainManifest("Secret"), true, true),
+		"credential-a": withReferences(object("credential-a", plainManifest("Secret"), true, true)),
+		"httproute":    object("httproute", httpRouteManifest(accepted, accepted), true, true),
 		"credpolicy-a": object("credpolicy-a", plainManifest("BackendSecurityPolicy"), true, true),
 		"backend-b":    object("backend-b", plainManifest("Backend"), true, true),
 		"aibackend-b":  object("aibackend-b", plainManifest("AIServiceBackend"), true, true),
@@ -78,7 +79,7 @@ func observedRoute(accepted bool) map[string]obj {
 	return o
 }
 
-var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "namespace", "route"}
+var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "httproute", "namespace", "route"}
 
 func routeReadiness(names []string, ready ...string) map[string]string {
 	out := map[string]string{}
@@ -150,7 +151,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(ab...), observedRoute(false), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness(allRoute, without(allRoute, "route")...),
+				Resources:  routeReadiness(allRoute, without(allRoute, "route", "httproute")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"has not accepted"}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
 		},
@@ -217,7 +218,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 9, 1, ""), backend("y", 5, 1, ""), backend("z", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-z:0:1", "qwen-y:1:1", "qwen-x:2:1"}},
 		},
@@ -226,7 +227,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 1000000, ""), backend("y", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1000000", "qwen-y:0:1"}},
 		},
@@ -235,7 +236,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 300, ""), backend("y", 0, 600, ""), backend("z", 1, 400, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1", "qwen-y:0:2", "qwen-z:1:1"}},
 		},
@@ -244,7 +245,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 7, 40, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "backend-x", "aibackend-x"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1"}},
 		},
@@ -332,7 +333,9 @@ func TestModelRouteRequirements(t *testing.T) {
 
 func TestModelRouteManifests(t *testing.T) {
 	rsp := run(t, newRequest(t, routeXR(backend("a", 0, 1, "key-a"), obj{"name": "claude", "endpoint": obj{"hostname": "api.anthropic.com"}, "schema": obj{"name": "Anthropic"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}},
-		obj{"name": "local", "endpoint": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000, "tls": false}, "schema": obj{"name": "OpenAI"}}),
+		obj{"name": "local", "endpoint": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000, "tls": false}, "schema": obj{"name": "OpenAI"}},
+		obj{"name": "azure", "endpoint": obj{"hostname": "team.openai.azure.com"}, "schema": obj{"name": "AzureOpenAI", "version": "2025-01-01-preview"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}},
+		obj{"name": "cohere", "endpoint": obj{"hostname": "api.cohere.com"}, "schema": obj{"name": "Cohere"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}}),
 		nil, map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
 
 	route := manifest(rsp, "route")
@@ -359,6 +362,10 @@ func TestModelRouteManifests(t *testing.T) {
 			"targetRefs": []any{obj{"group": "aigateway.envoyproxy.io", "kind": "AIServiceBackend", "name": "qwen-a"}}}},
 		"AnthropicPolicy": {"credpolicy-claude", obj{"type": "AnthropicAPIKey", "anthropicAPIKey": obj{"secretRef": obj{"name": "qwen-claude"}},
 			"targetRefs": []any{obj{"group": "aigateway.envoyproxy.io", "kind": "AIServiceBackend", "name": "qwen-claude"}}}},
+		"AzurePolicy": {"credpolicy-azure", obj{"type": "AzureAPIKey", "azureAPIKey": obj{"secretRef": obj{"name": "qwen-azure"}},
+			"targetRefs": []any{obj{"group": "aigateway.envoyproxy.io", "kind": "AIServiceBackend", "name": "qwen-azure"}}}},
+		"CoherePolicy": {"credpolicy-cohere", obj{"type": "APIKey", "apiKey": obj{"secretRef": obj{"name": "qwen-cohere"}},
+			"targetRefs": []any{obj{"group": "aigateway.envoyproxy.io", "kind": "AIServiceBackend", "name": "qwen-cohere"}}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -368,9 +375,8 @@ func TestModelRouteManifests(t *testing.T) {
 		})
 	}
 
-	sec := manifest(rsp, "credential-a")
-	if diff := cmp.Diff(obj{"apiKey": apiKeyValue}, sec["data"]); diff != "" {
-		t.Errorf("the composed Secret must carry the key, still encoded, under apiKey: -want, +got:\n%s", diff)
+	if sec := manifest(rsp, "credential-a"); sec["data"] != nil {
+		t.Errorf("the composed Secret must not carry the key; provider-kubernetes copies it; got data %v", sec["data"])
 	}
 	ns := rsp.GetDesired().GetResources()["namespace"].GetResource().AsMap()["spec"].(obj)
 	if diff := cmp.Diff([]any{"Observe", "Create", "Update"}, ns["managementPolicies"]); diff != "" {
@@ -382,7 +388,7 @@ func TestModelRouteManifests(t *testing.T) {
 }
 
 func TestModelRouteFatal(t *testing.T) {
-	many := make([]obj, 129)
+	many := make([]obj, 17)
 	for i := range many {
 		many[i] = backend(fmt.Sprintf("b%d", i), 0, 1, "")
 	}
@@ -393,7 +399,9 @@ func TestModelRouteFatal(t *testing.T) {
 		want string
 	}{
 		"DuplicateNames":  {routeXR(backend("a", 0, 1, ""), backend("a", 1, 1, "")), `spec.backends[1].name "a" is also the name of spec.backends[0]`},
-		"TooMany":         {routeXR(many...), "spec.backends has 129 entries; AIGatewayRoute takes at most 128"},
+		"TooMany":         {routeXR(many...), "spec.backends has 17 entries; at most 16 can be served, because AI Gateway puts every backend of a model into one HTTPRoute rule and Gateway API allows 16 backendRefs in a rule"},
+		"KeyForBedrock":   {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "bedrock-runtime.us-east-1.amazonaws.com"}, "schema": obj{"name": "AWSBedrock"}, "apiKey": obj{"secretRef": obj{"name": "k", "key": "k"}}}), "spec.backends[0].apiKey is set, but the AWSBedrock schema takes no API key"},
+		"KeyForVertex":    {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "us-central1-aiplatform.googleapis.com"}, "schema": obj{"name": "GCPVertexAI"}, "apiKey": obj{"secretRef": obj{"name": "k", "key": "k"}}}), "spec.backends[0].apiKey is set, but the GCPVertexAI schema takes no API key"},
 		"BadHostname":     {routeXR(ip), `spec.backends[0].endpoint.hostname "10.0.0.1" is an IP address`},
 		"NotFQDN":         {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "localhost"}, "schema": obj{"name": "OpenAI"}}), `spec.backends[0].endpoint.hostname "localhost" is not a fully qualified DNS name`},
 		"WeightZero":      {routeXR(backend("x", 0, 0, "")), "spec.backends[0].weight is 0; use 1 to 1000000"},
@@ -423,6 +431,7 @@ func TestModelRouteFatal(t *testing.T) {
 func TestSecretValueNeverLeaks(t *testing.T) {
 	reqs := map[string]*fnv1.RunFunctionRequest{
 		"Ready":       newRequest(t, routeXR(backend("a", 0, 1, "key-a")), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+		"FirstCall":   newRequest(t, routeXR(backend("a", 0, 1, "key-a")), nil, map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 		"KeyMissing":  newRequest(t, routeXR(backend("a", 0, 1, "key-a")), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": {secret("key-a", obj{"other": apiKeyValue})}}),
 		"Fatal":       newRequest(t, routeXR(backend("a", 0, 1, "key-a"), backend("a", 0, 1, "key-a")), nil, map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 		"GatewayGone": newRequest(t, routeXR(backend("a", 0, 1, "key-a")), nil, map[string][]obj{"gateway": nil, "secret-key-a": keyA}),
@@ -430,10 +439,9 @@ func TestSecretValueNeverLeaks(t *testing.T) {
 	for name, req := range reqs {
 		t.Run(name, func(t *testing.T) {
 			rsp := run(t, req)
+			// No desired resource carries the key: provider-kubernetes
+			// copies it from the control plane (credential-a included).
 			for n, r := range rsp.GetDesired().GetResources() {
-				if n == "credential-a" {
-					continue
-				}
 				b, _ := r.GetResource().MarshalJSON()
 				if strings.Contains(string(b), apiKeyValue) || strings.Contains(string(b), apiKeyDecoded) {
 					t.Errorf("composed resource %q carries the API key", n)

@@ -4,6 +4,8 @@
 package compose
 
 import (
+	"strings"
+
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -88,4 +90,30 @@ type Requirement struct {
 // Composer composes one kind of composite.
 type Composer interface {
 	Compose(req Request) (*Result, error)
+}
+
+// Problems collects the failed checks behind one condition, in the order
+// the user must act on them.
+type Problems struct {
+	reasons, messages []string
+}
+
+// Add records a failed check.
+func (p *Problems) Add(reason, message string) {
+	p.reasons = append(p.reasons, reason)
+	p.messages = append(p.messages, message)
+}
+
+// Condition is True with okReason and okMessage when no check failed, and
+// otherwise False with the first failed check's reason and every failed
+// check in the message.
+func (p *Problems) Condition(typ, okReason, okMessage string) Condition {
+	if len(p.reasons) == 0 {
+		return Condition{Type: typ, Status: true, Reason: okReason, Message: okMessage}
+	}
+	msg := p.messages[0]
+	if len(p.messages) > 1 {
+		msg += ". Also: " + strings.Join(p.messages[1:], "; ")
+	}
+	return Condition{Type: typ, Reason: p.reasons[0], Message: msg}
 }

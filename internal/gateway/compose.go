@@ -35,10 +35,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	res := &compose.Result{
 		Resources: map[string]compose.Desired{
+			ResourceNamespace:       {Object: b.namespace(), Ready: objectReady(ResourceNamespace)},
 			ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: objectReady(ResourceEnvoyProxy)},
 			ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
 			ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
 			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: objectReady(ResourceFailoverPolicy)},
+			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
 		},
 		Implied:    map[string]bool{},

@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
 
@@ -29,6 +32,10 @@ const (
 
 	// ReasonAnchorNotAccepted: AI Gateway has not accepted the anchor route.
 	ReasonAnchorNotAccepted = "AnchorNotAccepted"
+
+	// ReasonClientPolicyNotAccepted: Envoy Gateway has not accepted the
+	// ClientTrafficPolicy, so bodies over its default 32 KiB buffer fail.
+	ReasonClientPolicyNotAccepted = "ClientPolicyNotAccepted"
 
 	// ReasonDeploymentNotObserved: the Envoy Deployment has not been seen,
 	// or the last look found it gone.
@@ -57,9 +64,11 @@ type evidence struct {
 	address        string
 	gatewayLive    bool
 	anchorAccepted bool
-	deployment     *appsv1.Deployment
-	rollout        rollout.Verdict
-	problems       []problem
+	// clientPolicyAccepted: Envoy Gateway accepted the ClientTrafficPolicy.
+	clientPolicyAccepted bool
+	deployment           *appsv1.Deployment
+	rollout              rollout.Verdict
+	problems             []problem
 }
 
 // observe reads the evidence for GatewayReady from the observed Objects.
@@ -103,6 +112,10 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*e
 		}
 	}
 
+	if err := b.observeClientPolicy(e, obs); err != nil {
+		return nil, err
+	}
+
 	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
 	dep, ok := obs[ResourceEnvoyDeployment]
 	if !ok || !dep.Live() {
@@ -126,6 +139,53 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*e
 	return e, nil
 }
 
+// observeClientPolicy requires Envoy Gateway to have accepted the
+// ClientTrafficPolicy for this Gateway. Until it has, the listener keeps
+// its 32 KiB buffer and long prompts fail while the gateway looks ready.
+func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed) error {
+	name := names.ClientPolicy(b.in.GatewayName)
+	o, ok := obs[ResourceClientPolicy]
+	if !ok || !o.Live() {
+		e.add(ReasonClientPolicyNotAccepted, fmt.Sprintf("the ClientTrafficPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
+		return nil
+	}
+	c, err := PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the observed ClientTrafficPolicy %q", name)
+	}
+	e.clientPolicyAccepted = c != nil && c.Status == metav1.ConditionTrue
+	if !e.clientPolicyAccepted {
+		msg := fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName)
+		if c != nil && c.Message != "" {
+			msg += ": " + c.Message
+		}
+		e.add(ReasonClientPolicyNotAccepted, msg)
+	}
+	return nil
+}
+
+// PolicyAccepted returns the Accepted condition that Envoy Gateway wrote
+// for the Gateway ns/name into a policy's status.ancestors (gateway v1.8.1
+// internal/gatewayapi/status, policy ancestor status), or nil if it wrote
+// none for that Gateway.
+func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, error) {
+	st := &gwapiv1.PolicyStatus{}
+	if err := decode.Into("status", "", policy["status"], st); err != nil {
+		return nil, err
+	}
+	for _, a := range st.Ancestors {
+		r := a.AncestorRef
+		if string(r.Name) != name || (r.Namespace != nil && string(*r.Namespace) != ns) {
+			continue
+		}
+		if r.Kind != nil && *r.Kind != "Gateway" {
+			continue
+		}
+		return meta.FindStatusCondition(a.Conditions, string(gwapiv1.PolicyConditionAccepted)), nil
+	}
+	return nil, nil
+}
+
 func (e *evidence) add(reason, message string) {
 	e.problems = append(e.problems, problem{reason: reason, message: message})
 }
@@ -136,7 +196,7 @@ func (e *evidence) verdict(d string) Verdict {
 	if len(e.problems) == 0 && e.rollout.Ready {
 		st := e.deployment.Status
 		return Verdict{Ready: true, Reason: ReasonReady, Message: fmt.Sprintf(
-			"Gateway has address %s; anchor route accepted; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
+			"Gateway has address %s; anchor route and client policy accepted; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
 			e.address, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)}
 	}
 	msgs := make([]string, len(e.problems))

@@ -15,16 +15,18 @@ import (
 
 // Composition resource names of what an InferenceGateway composes.
 const (
+	ResourceNamespace       = "gateway-namespace"
 	ResourceEnvoyProxy      = "envoy-proxy"
 	ResourceGateway         = "gateway"
 	ResourceAnchorRoute     = "anchor-route"
 	ResourceFailoverPolicy  = "failover-policy"
+	ResourceClientPolicy    = "client-policy"
 	ResourceEnvoyDeployment = "envoy-deployment"
 )
 
 // Resources lists every composition resource name an InferenceGateway
 // implies.
-var Resources = []string{ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceEnvoyDeployment}
+var Resources = []string{ResourceNamespace, ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceClientPolicy, ResourceEnvoyDeployment}
 
 // Listener names and ports. Model routes bind to one of them by sectionName.
 const (
@@ -78,17 +80,32 @@ func (b builder) wrap(manifest any, opts ...remote.Option) *remote.Object {
 	return remote.Wrap(b.spec.ProviderConfigName, manifest, append([]remote.Option{remote.InNamespace(b.in.ObjectNamespace)}, opts...)...)
 }
 
+// namespace creates the gateway namespace, which nothing else creates on a
+// fresh gateway cluster, and never deletes it: whatever else lives there
+// is not the function's to remove.
+func (b builder) namespace() *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "v1",
+		Kind:       "Namespace",
+		Metadata:   remote.Meta{Name: b.in.GatewayNamespace},
+	}, remote.NeverDelete())
+}
+
 // envoyProxy pins the Envoy Deployment's name, so the observe-only Object
-// can find it (Envoy Gateway uses a set envoyDeployment.name verbatim), and
-// repeats externalTrafficPolicy because a Gateway-level EnvoyProxy without
-// mergeType replaces the GatewayClass-level one entirely (envoyproxy/gateway
-// v1.8.1 api/v1alpha1/envoyproxy_types.go, MergeType).
+// can find it (Envoy Gateway uses a set envoyDeployment.name verbatim).
+// mergeType StrategicMerge lays it over the GatewayClass's EnvoyProxy and
+// Envoy Gateway's defaults instead of replacing them, so the platform's
+// settings on the class (service type, traffic policy, resources, ...)
+// survive and only what is set here wins (gateway v1.8.1
+// internal/gatewayapi/envoyproxy_merge.go, MergeEnvoyProxyConfigs: without
+// mergeType the Gateway's EnvoyProxy replaces the class's wholesale).
 func (b builder) envoyProxy() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.EnvoyProxySpec]{
 		APIVersion: egAPIVersion,
 		Kind:       "EnvoyProxy",
 		Metadata:   b.meta(b.in.GatewayName),
 		Spec: &egv1a1.EnvoyProxySpec{
+			MergeType: ptr.To(egv1a1.StrategicMerge),
 			Provider: &egv1a1.EnvoyProxyProvider{
 				Type: egv1a1.EnvoyProxyProviderTypeKubernetes,
 				Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
@@ -100,9 +117,6 @@ func (b builder) envoyProxy() *remote.Object {
 					// keeps GatewayReady True while the other serves.
 					EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{
 						MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-					},
-					EnvoyService: &egv1a1.KubernetesServiceSpec{
-						ExternalTrafficPolicy: ptr.To(egv1a1.ServiceExternalTrafficPolicyCluster),
 					},
 				},
 			},
@@ -184,34 +198,39 @@ func (b builder) anchorRoute() *remote.Object {
 	}, remote.ReadyWhen(celAccepted))
 }
 
+// gatewayTarget is a policy's targetRefs: the Gateway, so the policy
+// reaches every route attached to it, the HTTPRoutes AI Gateway generates
+// in team namespaces included.
+func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
+	return egv1a1.PolicyTargetReferences{
+		TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
+			LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+				Group: gatewayAPIGroup, Kind: "Gateway", Name: gwapiv1.ObjectName(b.in.GatewayName),
+			},
+		}},
+	}
+}
+
 // failoverPolicy makes ModelRoute priority tiers really fail over. Envoy
 // moves to a lower priority only when hosts are unhealthy or a retry
 // priority plugin says so; numAttemptsPerPriority makes Envoy Gateway
 // install previous_priorities (envoyproxy/gateway v1.8.1
 // internal/xds/translator/route.go), so each retry tries the next tier.
-// Passive health checks eject failing backends, and panicThreshold 0 keeps
-// Envoy from spraying traffic over a tier it ejected whole.
+// Only the listed triggers and status codes retry. Passive health checks
+// eject failing backends; the panic threshold decides what happens when a
+// tier is ejected and no healthy tier is left (README, "Failover").
 func (b builder) failoverPolicy() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.BackendTrafficPolicySpec]{
 		APIVersion: egAPIVersion,
 		Kind:       "BackendTrafficPolicy",
 		Metadata:   b.meta(names.FailoverPolicy(b.in.GatewayName)),
 		Spec: &egv1a1.BackendTrafficPolicySpec{
-			PolicyTargetReferences: egv1a1.PolicyTargetReferences{
-				TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
-					LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
-						Group: gatewayAPIGroup, Kind: "Gateway", Name: gwapiv1.ObjectName(b.in.GatewayName),
-					},
-				}},
-			},
+			PolicyTargetReferences: b.gatewayTarget(),
 			ClusterSettings: egv1a1.ClusterSettings{
 				Retry: &egv1a1.Retry{
-					NumRetries:             ptr.To[int32](3),
+					NumRetries:             ptr.To(b.spec.NumRetries()),
 					NumAttemptsPerPriority: ptr.To[int32](1),
-					RetryOn: &egv1a1.RetryOn{
-						Triggers:        []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.Reset, egv1a1.RetriableStatusCodes},
-						HTTPStatusCodes: []egv1a1.HTTPStatus{503},
-					},
+					RetryOn:                b.spec.RetryOn(),
 				},
 				HealthCheck: &egv1a1.HealthCheck{
 					Passive: &egv1a1.PassiveHealthCheck{
@@ -220,8 +239,29 @@ func (b builder) failoverPolicy() *remote.Object {
 						BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
 						MaxEjectionPercent:   ptr.To[int32](100),
 					},
-					PanicThreshold: ptr.To[uint32](0),
+					PanicThreshold: ptr.To(uint32(b.spec.PanicThreshold())),
 				},
+			},
+		},
+	})
+}
+
+// clientPolicy lets whole LLM requests and responses through: AI Gateway's
+// ext-proc buffers complete bodies, and the listener's buffer limit bounds
+// them (DefaultBufferLimit). The HTTP/2 windows keep a large body from
+// stalling on flow control.
+func (b builder) clientPolicy() *remote.Object {
+	limit := b.spec.BufferLimit()
+	return b.wrap(&remote.Manifest[egv1a1.ClientTrafficPolicySpec]{
+		APIVersion: egAPIVersion,
+		Kind:       "ClientTrafficPolicy",
+		Metadata:   b.meta(names.ClientPolicy(b.in.GatewayName)),
+		Spec: &egv1a1.ClientTrafficPolicySpec{
+			PolicyTargetReferences: b.gatewayTarget(),
+			Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},
+			HTTP2: &egv1a1.HTTP2Settings{
+				InitialStreamWindowSize:     ptr.To(http2StreamWindow),
+				InitialConnectionWindowSize: ptr.To(http2ConnectionWindow),
 			},
 		},
 	})

@@ -5,8 +5,12 @@
 package gateway
 
 import (
+	"math"
+	"slices"
 	"strings"
 
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -21,6 +25,57 @@ const Kind = "InferenceGateway"
 // Two, so that one can be drained or evicted (the PDB allows one
 // unavailable) while the other serves.
 const DefaultReplicas int32 = 2
+
+// Defaults of the client side and of failover.
+var (
+	// DefaultBufferLimit is how much of a request or response one
+	// connection may buffer. AI Gateway's ext-proc buffers whole request
+	// and response bodies, and Envoy Gateway's listener default of 32 KiB
+	// (gateway v1.8.1 internal/xds/translator/listener.go,
+	// tcpListenerPerConnectionBufferLimitBytes) fails any longer prompt or
+	// completion. 50Mi is what AI Gateway's getting-started guide sets.
+	DefaultBufferLimit = resource.MustParse("50Mi")
+
+	// HTTP/2 flow-control windows that let a 50Mi body through without
+	// stalling on the defaults (64 KiB a stream, 1 MiB a connection).
+	http2StreamWindow     = resource.MustParse("16Mi")
+	http2ConnectionWindow = resource.MustParse("24Mi")
+
+	// DefaultRetryTriggers fail a request over to the next priority tier
+	// only when the provider cannot have started on it: the connection
+	// failed, an HTTP/2 stream was refused, or the upstream reset before
+	// the request was sent. Plain "reset" is left out on purpose: a reset
+	// after the request went out may follow a generation the provider
+	// bills, and a retry would pay for it twice.
+	DefaultRetryTriggers = []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.ResetBeforeRequest, egv1a1.RetriableStatusCodes}
+
+	// DefaultRetryStatusCodes are the answers that say the provider did
+	// not process the request: rate limited (429) and unavailable (503).
+	DefaultRetryStatusCodes = []int32{429, 503}
+)
+
+// Failover defaults.
+const (
+	// DefaultNumRetries is how many retries a request gets; each goes to
+	// the next priority tier (numAttemptsPerPriority 1).
+	DefaultNumRetries int32 = 3
+
+	// DefaultPanicThreshold is Envoy's own default. Below it Envoy stops
+	// trusting its passive health checks and sends to every host of the
+	// tier. With a healthy lower tier it never applies (Envoy spills over
+	// by priority health first); it matters for a route whose every tier
+	// is ejected, where 0 would answer "no healthy upstream" for the whole
+	// ejection time. See the README's failover section.
+	DefaultPanicThreshold int32 = 50
+)
+
+// retryTriggers are the triggers Envoy Gateway v1.8.1 accepts
+// (api/v1alpha1/retry_types.go, TriggerEnum).
+var retryTriggers = []egv1a1.TriggerEnum{
+	egv1a1.Error5XX, egv1a1.GatewayError, egv1a1.Reset, egv1a1.ResetBeforeRequest, egv1a1.ConnectFailure,
+	egv1a1.Retriable4XX, egv1a1.RefusedStream, egv1a1.RetriableStatusCodes, egv1a1.Cancelled,
+	egv1a1.DeadlineExceeded, egv1a1.Internal, egv1a1.ResourceExhausted, egv1a1.Unavailable,
+}
 
 // Spec is the spec of an InferenceGateway.
 type Spec struct {
@@ -40,6 +95,43 @@ type Spec struct {
 
 	// TLS makes the Gateway terminate TLS on an https listener.
 	TLS *TLS `json:"tls,omitempty"`
+
+	// Connection tunes the gateway's client connections.
+	Connection *Connection `json:"connection,omitempty"`
+
+	// Failover tunes how requests fail over between priority tiers.
+	Failover *Failover `json:"failover,omitempty"`
+}
+
+// Connection tunes the gateway's client connections.
+type Connection struct {
+	// BufferLimit is the most one connection may buffer, a Kubernetes
+	// quantity such as 50Mi. It bounds the largest request and response
+	// body, because AI Gateway buffers whole bodies.
+	BufferLimit *resource.Quantity `json:"bufferLimit,omitempty"`
+}
+
+// Failover tunes retries across priority tiers and passive health checks.
+type Failover struct {
+	// NumRetries is how many times a request is retried, each time on the
+	// next priority tier.
+	NumRetries *int32 `json:"numRetries,omitempty"`
+
+	// RetryOn says which failures are retried.
+	RetryOn *RetryOn `json:"retryOn,omitempty"`
+
+	// PanicThreshold is the percentage of healthy hosts below which Envoy
+	// ignores passive health checks; 0 never ignores them.
+	PanicThreshold *int32 `json:"panicThreshold,omitempty"`
+}
+
+// RetryOn lists the failures that are retried.
+type RetryOn struct {
+	// Triggers are Envoy retry conditions, as Envoy Gateway names them.
+	Triggers []string `json:"triggers,omitempty"`
+
+	// HTTPStatusCodes are the response codes that are retried.
+	HTTPStatusCodes []int32 `json:"httpStatusCodes,omitempty"`
 }
 
 // TLS configures TLS termination.
@@ -96,6 +188,57 @@ func (s *Spec) ReplicaCount() int32 {
 	return *s.Replicas
 }
 
+// BufferLimit is spec.connection.bufferLimit or its default.
+func (s *Spec) BufferLimit() resource.Quantity {
+	if s.Connection == nil || s.Connection.BufferLimit == nil {
+		return DefaultBufferLimit
+	}
+	return *s.Connection.BufferLimit
+}
+
+// NumRetries is spec.failover.numRetries or its default.
+func (s *Spec) NumRetries() int32 {
+	if s.Failover == nil || s.Failover.NumRetries == nil {
+		return DefaultNumRetries
+	}
+	return *s.Failover.NumRetries
+}
+
+// PanicThreshold is spec.failover.panicThreshold or its default.
+func (s *Spec) PanicThreshold() int32 {
+	if s.Failover == nil || s.Failover.PanicThreshold == nil {
+		return DefaultPanicThreshold
+	}
+	return *s.Failover.PanicThreshold
+}
+
+// RetryOn is what is retried: spec.failover.retryOn, each list defaulted
+// on its own. Status codes only take effect with the
+// retriable-status-codes trigger, so that trigger is added whenever codes
+// are listed.
+func (s *Spec) RetryOn() *egv1a1.RetryOn {
+	triggers, codes := DefaultRetryTriggers, DefaultRetryStatusCodes
+	if s.Failover != nil && s.Failover.RetryOn != nil {
+		if t := s.Failover.RetryOn.Triggers; len(t) > 0 {
+			triggers = make([]egv1a1.TriggerEnum, len(t))
+			for i, v := range t {
+				triggers[i] = egv1a1.TriggerEnum(v)
+			}
+		}
+		if c := s.Failover.RetryOn.HTTPStatusCodes; c != nil {
+			codes = c
+		}
+	}
+	out := &egv1a1.RetryOn{Triggers: slices.Clone(triggers)}
+	for _, c := range codes {
+		out.HTTPStatusCodes = append(out.HTTPStatusCodes, egv1a1.HTTPStatus(c))
+	}
+	if len(codes) > 0 && !slices.Contains(out.Triggers, egv1a1.RetriableStatusCodes) {
+		out.Triggers = append(out.Triggers, egv1a1.RetriableStatusCodes)
+	}
+	return out
+}
+
 func (s *Spec) validate() error {
 	if strings.TrimSpace(s.ProviderConfigName) == "" {
 		return errors.New("cannot compose InferenceGateway: spec.providerConfigName is required; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
@@ -108,6 +251,12 @@ func (s *Spec) validate() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
 	}
+	if err := s.validateConnection(); err != nil {
+		return err
+	}
+	if err := s.validateFailover(); err != nil {
+		return err
+	}
 	if s.TLS != nil {
 		if s.Hostname == "" {
 			return errors.New("cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for")
@@ -119,6 +268,53 @@ func (s *Spec) validate() error {
 			if r.Name == "" {
 				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
 			}
+		}
+	}
+	return nil
+}
+
+// minBufferLimit is Envoy Gateway's own default: a smaller limit only
+// breaks more requests.
+const minBufferLimit = 32 * 1024
+
+func (s *Spec) validateConnection() error {
+	if s.Connection == nil || s.Connection.BufferLimit == nil {
+		return nil
+	}
+	q := s.Connection.BufferLimit
+	// Envoy Gateway turns the limit into a uint32 and rejects the whole
+	// ClientTrafficPolicy when it does not fit (gateway v1.8.1
+	// internal/gatewayapi/clienttrafficpolicy.go, BufferLimit).
+	v, ok := q.AsInt64()
+	if !ok || v < minBufferLimit || v > math.MaxUint32 {
+		return errors.Errorf("cannot compose InferenceGateway: spec.connection.bufferLimit %s is out of range; set a size from 32Ki to 4095Mi, such as the default %s", q.String(), DefaultBufferLimit.String())
+	}
+	return nil
+}
+
+func (s *Spec) validateFailover() error {
+	f := s.Failover
+	if f == nil {
+		return nil
+	}
+	if f.NumRetries != nil && (*f.NumRetries < 0 || *f.NumRetries > 10) {
+		return errors.Errorf("cannot compose InferenceGateway: spec.failover.numRetries is %d; set 0 to 10", *f.NumRetries)
+	}
+	if f.PanicThreshold != nil && (*f.PanicThreshold < 0 || *f.PanicThreshold > 100) {
+		return errors.Errorf("cannot compose InferenceGateway: spec.failover.panicThreshold is %d; set a percentage from 0 to 100", *f.PanicThreshold)
+	}
+	if f.RetryOn == nil {
+		return nil
+	}
+	for i, t := range f.RetryOn.Triggers {
+		if !slices.Contains(retryTriggers, egv1a1.TriggerEnum(t)) {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is not a trigger Envoy Gateway knows; use one of %v", i, t, retryTriggers)
+		}
+	}
+	for i, c := range f.RetryOn.HTTPStatusCodes {
+		// Envoy Gateway's HTTPStatus (api/v1alpha1/shared_types.go).
+		if c < 100 || c > 599 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] is %d; use an HTTP status from 100 to 599, such as 429 or 503", i, c)
 		}
 	}
 	return nil

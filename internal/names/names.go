@@ -59,6 +59,9 @@ const (
 	// FailoverPolicySuffix names the BackendTrafficPolicy: <gateway>-failover.
 	FailoverPolicySuffix = "failover"
 
+	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
+	ClientPolicySuffix = "client"
+
 	// TeamNamespacePrefix starts every team namespace on the gateway cluster.
 	TeamNamespacePrefix = "mp"
 
@@ -92,6 +95,11 @@ func AnchorRoute(gatewayName string) string {
 // FailoverPolicy is the name of the gateway's BackendTrafficPolicy.
 func FailoverPolicy(gatewayName string) string {
 	return Child(gatewayName, FailoverPolicySuffix)
+}
+
+// ClientPolicy is the name of the gateway's ClientTrafficPolicy.
+func ClientPolicy(gatewayName string) string {
+	return Child(gatewayName, ClientPolicySuffix)
 }
 
 // TeamNamespace is the namespace on the gateway cluster that holds the

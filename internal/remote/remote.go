@@ -65,8 +65,29 @@ type ObjectSpec struct {
 	ManagementPolicies []string          `json:"managementPolicies,omitempty"`
 	ForProvider        ForProvider       `json:"forProvider"`
 	ProviderConfigRef  ProviderConfigRef `json:"providerConfigRef"`
+	References         []Reference       `json:"references,omitempty"`
 	Readiness          *Readiness        `json:"readiness,omitempty"`
 	Watch              bool              `json:"watch,omitempty"`
+}
+
+// Reference patches a value from an object on the control plane into the
+// manifest before the provider applies it (provider-kubernetes v1.3.1
+// apis/namespaced/object/v1alpha1/types.go, Reference and PatchesFrom).
+// The provider reads the referenced object with its local client, that is
+// on the control plane (internal/controller/namespaced/object/object.go,
+// resolveReferencies).
+type Reference struct {
+	PatchesFrom *PatchesFrom `json:"patchesFrom,omitempty"`
+	ToFieldPath *string      `json:"toFieldPath,omitempty"`
+}
+
+// PatchesFrom names the control-plane object and field a Reference copies.
+type PatchesFrom struct {
+	APIVersion string  `json:"apiVersion"`
+	Kind       string  `json:"kind"`
+	Name       string  `json:"name"`
+	Namespace  string  `json:"namespace,omitempty"`
+	FieldPath  *string `json:"fieldPath,omitempty"`
 }
 
 // ForProvider holds the manifest to apply (or observe) on the remote cluster.
@@ -136,6 +157,15 @@ func Watch() Option {
 	return func(o *Object) { o.Spec.Watch = true }
 }
 
+// PatchFrom adds a reference that copies fieldPath of a control-plane
+// object into toFieldPath of the manifest each time the provider applies
+// it.
+func PatchFrom(from PatchesFrom, toFieldPath string) Option {
+	return func(o *Object) {
+		o.Spec.References = append(o.Spec.References, Reference{PatchesFrom: &from, ToFieldPath: &toFieldPath})
+	}
+}
+
 // ReadyWhen makes the provider derive Ready from a CEL query on the live
 // object.
 func ReadyWhen(celQuery string) Option {
@@ -147,6 +177,10 @@ type Condition struct {
 	Status  string
 	Reason  string
 	Message string
+	// ObservedGeneration is the Object's generation the provider had read
+	// when it set the condition (crossplane-runtime v2.4.0
+	// pkg/conditions/manager.go sets it on every condition).
+	ObservedGeneration int64
 }
 
 // True reports whether the condition's status is True.
@@ -194,7 +228,10 @@ func Read(o *structpb.Struct) (Observed, error) {
 			return ob, errors.Errorf("status.conditions[%d] is a %T, not an object", i, item.AsInterface())
 		}
 		f := c.GetFields()
-		cond := Condition{Status: f["status"].GetStringValue(), Reason: f["reason"].GetStringValue(), Message: f["message"].GetStringValue()}
+		cond := Condition{
+			Status: f["status"].GetStringValue(), Reason: f["reason"].GetStringValue(), Message: f["message"].GetStringValue(),
+			ObservedGeneration: int64(f["observedGeneration"].GetNumberValue()),
+		}
 		switch f["type"].GetStringValue() {
 		case "Synced":
 			ob.Synced = cond
@@ -203,6 +240,33 @@ func Read(o *structpb.Struct) (Observed, error) {
 		}
 	}
 	return ob, nil
+}
+
+// Generation is the Object's metadata.generation.
+func (o Observed) Generation() int64 {
+	md := o.object.GetFields()["metadata"].GetStructValue()
+	return int64(md.GetFields()["generation"].GetNumberValue())
+}
+
+// SyncedNow reports whether the provider synced the Object's current spec:
+// Synced is True for the generation the Object has now, not an earlier one.
+func (o Observed) SyncedNow() bool {
+	return o.Synced.True() && o.Synced.ObservedGeneration == o.Generation()
+}
+
+// Finalized reports whether the provider has put its finalizer on the
+// Object, which it does in the first reconcile that gets past observing
+// (crossplane-runtime v2.4.0 pkg/reconciler/managed/reconciler.go,
+// AddFinalizer).
+func (o Observed) Finalized() bool {
+	md := o.object.GetFields()["metadata"].GetStructValue()
+	return len(md.GetFields()["finalizers"].GetListValue().GetValues()) > 0
+}
+
+// HasReferences reports whether the Object's spec carries references.
+func (o Observed) HasReferences() bool {
+	spec := o.object.GetFields()["spec"].GetStructValue()
+	return len(spec.GetFields()["references"].GetListValue().GetValues()) > 0
 }
 
 // Reported reports whether the provider has put a live manifest in the

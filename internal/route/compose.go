@@ -4,11 +4,17 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
 // ConditionType is the condition this package reports on a ModelRoute.
@@ -16,7 +22,8 @@ const ConditionType = "RoutingReady"
 
 // Reasons for RoutingReady, in the order the user must act on them.
 const (
-	// ReasonAccepted: the gateway is ready and AI Gateway accepted the route.
+	// ReasonAccepted: the gateway is ready, AI Gateway accepted the route
+	// and Envoy Gateway accepted and resolved the HTTPRoute it generated.
 	ReasonAccepted = "RouteAccepted"
 	// ReasonWaitingForGateway: the InferenceGateway is missing or not
 	// GatewayReady.
@@ -24,8 +31,14 @@ const (
 	// ReasonNoUsableBackends: no backend can be used; every one lacks its
 	// API key.
 	ReasonNoUsableBackends = "NoUsableBackends"
+	// ReasonWaitingForCredentials: a backend's API key has not reached the
+	// gateway cluster yet, so the backend is not in the route yet.
+	ReasonWaitingForCredentials = "WaitingForCredentials"
 	// ReasonWaitingForRoute: AI Gateway has not accepted the route yet.
 	ReasonWaitingForRoute = "WaitingForRoute"
+	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
+	// HTTPRoute AI Gateway generated, or cannot resolve its backends.
+	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
 )
 
 // Requirement names.
@@ -53,109 +66,91 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
-
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
 		Implied:      spec.implied(),
 		Requirements: requirements(req, spec, apiVersion, ns),
 	}
 	model := spec.model(ns, name)
-	st := &Status{Model: model, Backends: &BackendsStatus{Total: len(spec.Backends)}}
-	res.Status = st
+	var p compose.Problems
 
 	gw := readGateway(req)
-	st.Address = gw.address
-	var waits []string // every reason RoutingReady is not True, in order
-	var reasons []string
 	if !gw.verdict.Ready {
-		reasons = append(reasons, ReasonWaitingForGateway)
-		waits = append(waits, gw.why)
+		p.Add(ReasonWaitingForGateway, gw.why)
 	}
-
-	// Which backends have their API key.
-	keys := map[string]string{}
-	var usable []Backend
-	for _, be := range spec.Backends {
-		if be.APIKey == nil {
-			usable = append(usable, be)
-			continue
-		}
-		v, problem := apiKey(req, be)
-		if problem != "" {
-			res.Warnings = append(res.Warnings, problem)
-			continue
-		}
-		if v == "" {
-			// Not fetched yet: Crossplane calls again with the Secret.
-			continue
-		}
-		keys[be.Name] = v
-		usable = append(usable, be)
+	bs := readBackends(req, spec, name)
+	res.Warnings = bs.warnings
+	refs, tiers := tiers(bs.usable)
+	switch {
+	case len(bs.usable) == 0 && len(bs.delivering) == 0:
+		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key", len(spec.Backends)))
+	case len(bs.delivering) > 0:
+		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
 	}
-	refs, tiers := tiers(usable)
-	st.Backends.Usable, st.Backends.Tiers = len(usable), tiers
-	if len(usable) == 0 {
-		reasons = append(reasons, ReasonNoUsableBackends)
-		waits = append(waits, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key", len(spec.Backends)))
-	}
-
-	accepted, acceptedMsg, err := routeAccepted(req)
+	accepted, err := routeAccepted(req, &p)
 	if err != nil {
 		return nil, err
 	}
-	if !accepted {
-		reasons = append(reasons, ReasonWaitingForRoute)
-		waits = append(waits, acceptedMsg)
+	served, err := httpRouteServed(req, &p)
+	if err != nil {
+		return nil, err
 	}
 
 	// Without the gateway there is no provider config to build with: what
 	// was composed before is carried forward from observed state.
 	if gw.spec != nil {
-		b := builder{
-			in: req.Input, spec: spec, name: name, namespace: ns,
-			teamNamespace:  names.TeamNamespace(ns),
-			providerConfig: gw.spec.ProviderConfigName,
-			sectionName:    gateway.ListenerHTTP,
-		}
-		if gw.spec.TLSEnabled() {
-			b.sectionName = gateway.ListenerHTTPS
-		}
-		ready := func(n string) bool {
-			o, ok := req.Observed[n]
-			return ok && o.Live() && o.Ready.True()
-		}
-		res.Resources[ResourceNamespace] = compose.Desired{Object: b.namespaceObject(), Ready: ready(ResourceNamespace)}
-		// A route with no usable backend would answer 500 and replace one
-		// that serves; the observed route is carried forward instead.
-		if len(refs) > 0 {
-			res.Resources[ResourceRoute] = compose.Desired{Object: b.route(model, refs), Ready: accepted}
-		}
-		for _, be := range spec.Backends {
-			res.Resources[prefixBackend+be.Name] = compose.Desired{Object: b.backend(be), Ready: ready(prefixBackend + be.Name)}
-			res.Resources[prefixAIBackend+be.Name] = compose.Desired{Object: b.aiBackend(be), Ready: ready(prefixAIBackend + be.Name)}
-			if be.APIKey == nil {
-				continue
-			}
-			res.Resources[prefixCredPolicy+be.Name] = compose.Desired{Object: b.credPolicy(be), Ready: ready(prefixCredPolicy + be.Name)}
-			if v, ok := keys[be.Name]; ok {
-				res.Resources[prefixCredential+be.Name] = compose.Desired{Object: b.credential(be, v), Ready: ready(prefixCredential + be.Name)}
-			}
-		}
+		b := newBuilder(req, spec, gw.spec, name, ns)
+		b.compose(res, model, refs, bs, accepted, served)
 	}
 
-	c := compose.Condition{Type: ConditionType}
-	if len(reasons) == 0 {
-		c.Status, c.Reason = true, ReasonAccepted
-		c.Message = fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(usable), len(spec.Backends), len(tiers))
-	} else {
-		c.Reason, c.Message = reasons[0], waits[0]
-		if len(waits) > 1 {
-			c.Message += ". Also: " + strings.Join(waits[1:], "; ")
-		}
-	}
+	c := p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(bs.usable), len(spec.Backends), len(tiers)))
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
+	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}}
 	return res, nil
+}
+
+func newBuilder(req compose.Request, spec *Spec, gw *gateway.Spec, name, ns string) builder {
+	b := builder{
+		in: req.Input, spec: spec, name: name, namespace: ns,
+		teamNamespace:  names.TeamNamespace(ns),
+		providerConfig: gw.ProviderConfigName,
+		sectionName:    gateway.ListenerHTTP,
+		observed:       req.Observed,
+	}
+	if gw.TLSEnabled() {
+		b.sectionName = gateway.ListenerHTTPS
+	}
+	return b
+}
+
+// compose adds every resource the ModelRoute implies and can build now.
+func (b builder) compose(res *compose.Result, model string, refs []ref, bs backends, accepted, served bool) {
+	set := func(n string, o *remote.Object, ready bool) {
+		res.Resources[n] = compose.Desired{Object: o, Ready: ready}
+	}
+	set(ResourceNamespace, b.namespaceObject(), b.ready(ResourceNamespace))
+	// A route with no usable backend would answer 500 and replace one
+	// that serves; the observed route is carried forward instead.
+	if len(refs) > 0 {
+		set(ResourceRoute, b.route(model, refs), accepted)
+	}
+	set(ResourceHTTPRoute, b.httpRoute(), served)
+	for _, be := range b.spec.Backends {
+		set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
+		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))
+		if be.APIKey == nil {
+			continue
+		}
+		set(prefixCredPolicy+be.Name, b.credPolicy(be), b.ready(prefixCredPolicy+be.Name))
+		set(prefixCredential+be.Name, b.credential(be, bs.withKey[be.Name]), bs.delivered[be.Name])
+	}
+}
+
+// ready reports whether an observed Object is live and Ready.
+func (b builder) ready(n string) bool {
+	o, ok := b.observed[n]
+	return ok && o.Live() && o.Ready.True()
 }
 
 // requirements asks for the InferenceGateway by name, and for each API-key
@@ -221,39 +216,149 @@ func readGateway(req compose.Request) gatewayView {
 	return v
 }
 
-// apiKey returns a backend's API key, still base64-encoded, or a problem
-// that names the backend and the Secret but never the value. Both are empty
-// while Crossplane has not fetched the Secret yet: that is no problem of
-// the user's, and Crossplane calls the function again with it.
-func apiKey(req compose.Request, be Backend) (string, string) {
+// backends is what the function knows of each backend's API key.
+type backends struct {
+	// usable backends go into the route.
+	usable []Backend
+	// delivering names backends whose key exists on the control plane but
+	// has not reached the gateway cluster yet.
+	delivering []string
+	// withKey: the backend's credential Object may carry the reference
+	// that copies the key (see builder.credential).
+	withKey map[string]bool
+	// delivered: the provider applied the credential with its key.
+	delivered map[string]bool
+	warnings  []string
+}
+
+// readBackends sorts the backends by the state of their API keys. A
+// backend with a key joins the route once its key has reached the gateway
+// cluster, so AI Gateway never serves it with an empty Secret; a backend
+// already in the observed route stays while its key exists on the control
+// plane, so a provider hiccup never drops it.
+func readBackends(req compose.Request, spec *Spec, route string) backends {
+	bs := backends{withKey: map[string]bool{}, delivered: map[string]bool{}}
+	inRoute := observedBackendRefs(req)
+	for _, be := range spec.Backends {
+		if be.APIKey == nil {
+			bs.usable = append(bs.usable, be)
+			continue
+		}
+		o, composed := req.Observed[prefixCredential+be.Name]
+		bs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))
+		bs.delivered[be.Name] = composed && o.HasReferences() && o.Reported() && o.SyncedNow()
+		present, problem := apiKey(req, be)
+		switch {
+		case problem != "":
+			bs.warnings = append(bs.warnings, problem)
+		case !present:
+			// Not fetched yet: Crossplane calls again with the Secret.
+		case bs.delivered[be.Name] || inRoute[names.Child(route, be.Name)]:
+			bs.usable = append(bs.usable, be)
+		default:
+			bs.delivering = append(bs.delivering, be.Name)
+		}
+	}
+	return bs
+}
+
+// observedBackendRefs names the backendRefs of the route as last composed.
+func observedBackendRefs(req compose.Request) map[string]bool {
+	out := map[string]bool{}
+	o, ok := req.Observed[ResourceRoute]
+	if !ok {
+		return out
+	}
+	spec, _ := o.Object()["spec"].(map[string]any)
+	fp, _ := spec["forProvider"].(map[string]any)
+	m, _ := fp["manifest"].(map[string]any)
+	ms, _ := m["spec"].(map[string]any)
+	rules, _ := ms["rules"].([]any)
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		refs, _ := rm["backendRefs"].([]any)
+		for _, x := range refs {
+			xm, _ := x.(map[string]any)
+			if n, _ := xm["name"].(string); n != "" {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+// apiKey reports whether a backend's API key is there, or a problem that
+// names the backend and the Secret. It never reads the value: the
+// provider copies it. Both are empty while Crossplane has not fetched the
+// Secret yet: that is no problem of the user's, and Crossplane calls the
+// function again with it.
+func apiKey(req compose.Request, be Backend) (bool, string) {
 	ref := be.APIKey.SecretRef
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {
 	case !resolved:
-		return "", ""
+		return false, ""
 	case len(items) == 0:
-		return "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
+		return false, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
 	}
 	data, _ := items[0]["data"].(map[string]any)
-	v, _ := data[ref.Key].(string)
-	if v == "" {
-		return "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
+	if v, _ := data[ref.Key].(string); v == "" {
+		return false, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
 	}
-	return v, ""
+	return true, ""
 }
 
 // routeAccepted reads whether AI Gateway accepted the observed route.
-func routeAccepted(req compose.Request) (bool, string, error) {
+func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 	o, ok := req.Observed[ResourceRoute]
 	if !ok || !o.Live() {
-		return false, "the AIGatewayRoute has not been observed on the gateway cluster yet", nil
+		p.Add(ReasonWaitingForRoute, "the AIGatewayRoute has not been observed on the gateway cluster yet")
+		return false, nil
 	}
 	acc, err := gateway.Accepted(o.Manifest())
 	if err != nil {
-		return false, "", errors.Wrap(err, "cannot read the observed AIGatewayRoute")
+		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}
 	if !acc {
-		return false, "AI Gateway has not accepted the AIGatewayRoute yet", nil
+		p.Add(ReasonWaitingForRoute, "AI Gateway has not accepted the AIGatewayRoute yet")
 	}
-	return true, "", nil
+	return acc, nil
+}
+
+// httpRouteServed reads whether Envoy Gateway accepted the HTTPRoute AI
+// Gateway generated, for our Gateway, and resolved all its backends. An
+// HTTPRoute it rejects, or whose Backends do not resolve, serves nothing
+// (gateway-api v1.5.1 apis/v1/shared_types.go, RouteConditionAccepted and
+// RouteConditionResolvedRefs).
+func httpRouteServed(req compose.Request, p *compose.Problems) (bool, error) {
+	o, ok := req.Observed[ResourceHTTPRoute]
+	if !ok || !o.Live() {
+		p.Add(ReasonHTTPRouteNotAccepted, "the HTTPRoute AI Gateway generates for the route has not been observed on the gateway cluster yet")
+		return false, nil
+	}
+	st := &gwapiv1.HTTPRouteStatus{}
+	if err := decode.Into("the observed HTTPRoute", "status", o.Manifest()["status"], st); err != nil {
+		return false, err
+	}
+	in := req.Input
+	for _, ps := range st.Parents {
+		r := ps.ParentRef
+		if string(r.Name) != in.GatewayName || r.Namespace == nil || string(*r.Namespace) != in.GatewayNamespace {
+			continue
+		}
+		for _, t := range []gwapiv1.RouteConditionType{gwapiv1.RouteConditionAccepted, gwapiv1.RouteConditionResolvedRefs} {
+			c := meta.FindStatusCondition(ps.Conditions, string(t))
+			if c == nil || c.Status != metav1.ConditionTrue {
+				msg := fmt.Sprintf("Envoy Gateway does not report the HTTPRoute %s for the Gateway %q", t, in.GatewayName)
+				if c != nil {
+					msg = fmt.Sprintf("Envoy Gateway reports the HTTPRoute %s=%s (%s): %s", t, c.Status, c.Reason, c.Message)
+				}
+				p.Add(ReasonHTTPRouteNotAccepted, msg)
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway has not reported on the HTTPRoute for the Gateway %q yet", in.GatewayName))
+	return false, nil
 }

@@ -18,6 +18,7 @@ import (
 const (
 	ResourceNamespace = "namespace"
 	ResourceRoute     = "route"
+	ResourceHTTPRoute = "httproute"
 
 	prefixBackend    = "backend-"
 	prefixAIBackend  = "aibackend-"
@@ -41,7 +42,7 @@ const (
 
 // implied lists every composition resource name the spec implies.
 func (s *Spec) implied() map[string]bool {
-	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true}
+	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true}
 	for _, b := range s.Backends {
 		out[prefixBackend+b.Name] = true
 		out[prefixAIBackend+b.Name] = true
@@ -62,6 +63,7 @@ type builder struct {
 	teamNamespace  string // its namespace on the gateway cluster
 	providerConfig string
 	sectionName    string
+	observed       map[string]remote.Observed
 }
 
 func (b builder) meta(name string) remote.Meta {
@@ -162,43 +164,94 @@ func (b builder) aiBackend(be Backend) *remote.Object {
 	})
 }
 
-// secretManifest is a Secret; it has data, not a spec.
-type secretManifest struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   remote.Meta       `json:"metadata"`
-	Type       string            `json:"type"`
-	Data       map[string]string `json:"data"`
+// httpRoute observes, and only observes, the HTTPRoute AI Gateway
+// generates for the model's AIGatewayRoute under the same name and
+// namespace (ai-gateway v1.0.0 internal/controller/ai_gateway_route.go,
+// newHTTPRoute). Envoy serves what Envoy Gateway accepts on that HTTPRoute,
+// not what AI Gateway accepts on the AIGatewayRoute. The watch brings
+// Envoy Gateway's verdict to the ModelRoute at once.
+func (b builder) httpRoute() *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "gateway.networking.k8s.io/v1",
+		Kind:       "HTTPRoute",
+		Metadata:   b.meta(b.name),
+	}, remote.ObserveOnly(), remote.Watch())
 }
 
-// credential copies the API key, still base64-encoded as the control plane
-// holds it, into a Secret beside the backend under the key AI Gateway reads.
-// The function never decodes the value.
-func (b builder) credential(be Backend, encoded string) *remote.Object {
+// secretManifest is a Secret without data: provider-kubernetes patches the
+// key in from the control plane.
+type secretManifest struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   remote.Meta `json:"metadata"`
+	Type       string      `json:"type"`
+}
+
+// credential is the backend's API-key Secret on the gateway cluster, under
+// the key AI Gateway reads. The key itself never passes through the
+// function or an Object's spec: provider-kubernetes copies it from the
+// ModelRoute's Secret on the control plane each time it applies the
+// manifest (spec.references[].patchesFrom, resolved with its control-plane
+// client: provider-kubernetes v1.3.1 internal/controller/namespaced/object/
+// object.go, resolveReferencies).
+//
+// The reference is added only once the Object exists and carries the
+// provider's finalizer (withKey). The provider patches the key into its
+// in-memory copy of the Object while observing, and on an Object's first
+// reconcile crossplane-runtime writes that copy back with a full Update:
+// once to add the finalizer (v2.4.0 pkg/reconciler/managed/reconciler.go,
+// AddFinalizer, which provider-kubernetes implements as Update) and once
+// to mark the external create pending. Either would store the key in the
+// Object's spec. Later reconciles only update the Object's status.
+func (b builder) credential(be Backend, withKey bool) *remote.Object {
+	var opts []remote.Option
+	if withKey {
+		ref := be.APIKey.SecretRef
+		opts = append(opts, remote.PatchFrom(remote.PatchesFrom{
+			APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: b.namespace,
+			// Brackets, because a Secret key may hold dots.
+			FieldPath: ptr.To("data[" + ref.Key + "]"),
+		}, "data."+apiKeyInSecret))
+	}
 	return b.wrap(&secretManifest{
 		APIVersion: "v1",
 		Kind:       "Secret",
 		Metadata:   b.meta(b.child(be.Name)),
 		Type:       "Opaque",
-		Data:       map[string]string{apiKeyInSecret: encoded},
-	})
+	}, opts...)
 }
 
-// credPolicy attaches the API key to the AIServiceBackend. Anthropic takes
-// its key in x-api-key, which is the AnthropicAPIKey type; every other
-// schema here takes it as a bearer token, APIKey.
+// credentialTypes is how each schema's provider takes an API key: OpenAI
+// and Cohere as a bearer token (APIKey: Authorization), Anthropic in
+// x-api-key (AnthropicAPIKey), Azure OpenAI in api-key (AzureAPIKey)
+// (ai-gateway v1.0.0 internal/backendauth: api_key.go, anthropicapikey.go,
+// azureapikey.go). AWS and Google schemas take credentials, not keys, and
+// are missing on purpose (site/docs/capabilities/llm-integrations/
+// supported-providers.md).
+var credentialTypes = map[aigv1b1.APISchema]aigv1b1.BackendSecurityPolicyType{
+	aigv1b1.APISchemaOpenAI:      aigv1b1.BackendSecurityPolicyTypeAPIKey,
+	aigv1b1.APISchemaCohere:      aigv1b1.BackendSecurityPolicyTypeAPIKey,
+	aigv1b1.APISchemaAnthropic:   aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey,
+	aigv1b1.APISchemaAzureOpenAI: aigv1b1.BackendSecurityPolicyTypeAzureAPIKey,
+}
+
+// credPolicy attaches the API key to the AIServiceBackend, in the header
+// the backend's provider expects (credentialTypes). Every type reads the
+// Secret's apiKey entry.
 func (b builder) credPolicy(be Backend) *remote.Object {
 	ref := &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(b.child(be.Name))}
 	spec := &aigv1b1.BackendSecurityPolicySpec{
 		TargetRefs: []gwapiv1a2.LocalPolicyTargetReference{{
 			Group: aigGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
 		}},
+		Type: credentialTypes[aigv1b1.APISchema(be.Schema.Name)],
 	}
-	if aigv1b1.APISchema(be.Schema.Name) == aigv1b1.APISchemaAnthropic {
-		spec.Type = aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey
+	switch spec.Type {
+	case aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey:
 		spec.AnthropicAPIKey = &aigv1b1.BackendSecurityPolicyAnthropicAPIKey{SecretRef: ref}
-	} else {
-		spec.Type = aigv1b1.BackendSecurityPolicyTypeAPIKey
+	case aigv1b1.BackendSecurityPolicyTypeAzureAPIKey:
+		spec.AzureAPIKey = &aigv1b1.BackendSecurityPolicyAzureAPIKey{SecretRef: ref}
+	default:
 		spec.APIKey = &aigv1b1.BackendSecurityPolicyAPIKey{SecretRef: ref}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.BackendSecurityPolicySpec]{

@@ -23,9 +23,15 @@ const Kind = "ModelRoute"
 
 // Limits and defaults of a ModelRoute spec.
 const (
-	// MaxBackends is the AIGatewayRoute limit on backendRefs in one rule
-	// (ai-gateway v1.0.0 api/v1beta1/ai_gateway_route.go, MaxItems=128).
-	MaxBackends = 128
+	// MaxBackends is the most backends a model can be served by. The
+	// AIGatewayRoute takes 128 backendRefs in a rule, but AI Gateway copies
+	// every backendRef of a rule into one rule of the HTTPRoute it
+	// generates (ai-gateway v1.0.0 internal/controller/ai_gateway_route.go,
+	// newHTTPRoute), and Gateway API caps an HTTPRoute rule at 16
+	// (sigs.k8s.io/gateway-api v1.5.1 apis/v1/httproute_types.go,
+	// HTTPRouteRule.BackendRefs MaxItems=16). A 17th backend makes the
+	// generated HTTPRoute invalid, and the model is never served.
+	MaxBackends = 16
 	// MaxPriority is the highest priority a backend may ask for.
 	MaxPriority = 63
 	// MaxWeight is the largest weight, Gateway API's BackendRef limit.
@@ -150,7 +156,7 @@ func (s *Spec) validate() error {
 		return bad("spec.backends is empty; list at least one backend")
 	}
 	if len(s.Backends) > MaxBackends {
-		return bad("spec.backends has %d entries; AIGatewayRoute takes at most %d; split the model across ModelRoutes or remove backends", len(s.Backends), MaxBackends)
+		return bad("spec.backends has %d entries; at most %d can be served, because AI Gateway puts every backend of a model into one HTTPRoute rule and Gateway API allows 16 backendRefs in a rule (gateway-api apis/v1/httproute_types.go); remove backends or serve them under another model name", len(s.Backends), MaxBackends)
 	}
 	seen := map[string]int{}
 	for i, b := range s.Backends {
@@ -199,6 +205,9 @@ func (b Backend) validate(f string) error {
 		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, MaxWeight)
 	}
 	if k := b.APIKey; k != nil {
+		if _, ok := credentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
+			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), which this function does not compose; remove apiKey, or use an OpenAI-compatible endpoint that takes a key", f, b.Schema.Name)
+		}
 		if errs := validation.IsDNS1123Subdomain(k.SecretRef.Name); len(errs) > 0 {
 			return errors.Errorf("%s.apiKey.secretRef.name %q is not a Secret name", f, k.SecretRef.Name)
 		}
