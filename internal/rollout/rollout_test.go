@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 )
 
@@ -42,6 +43,26 @@ func asProviderSees(t testing.TB, o any) map[string]any {
 	m := map[string]any{}
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
+	}
+	return m
+}
+
+// asProviderV13Sees round-trips the object the way provider-kubernetes
+// v1.3.1 does before evaluating celQuery: JSON decoded with
+// k8s.io/apimachinery/pkg/util/json, which turns whole numbers into int64
+// (internal/controller/namespaced/object/object.go, checkDeriveFromCelQuery).
+func asProviderV13Sees(t testing.TB, o any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["metadata"].(map[string]any)["generation"].(int64); !ok {
+		t.Fatalf("util/json decoded generation as %T, want int64", m["metadata"].(map[string]any)["generation"])
 	}
 	return m
 }
@@ -128,15 +149,17 @@ func TestRuleEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := r.Evaluate(asProviderSees(t, tc.d))
-			if err != nil {
-				t.Fatalf("%s\nEvaluate(...): %v", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s\nEvaluate(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
+		for dec, m := range map[string]map[string]any{"float64": asProviderSees(t, tc.d), "int64": asProviderV13Sees(t, tc.d)} {
+			t.Run(name+"/"+dec, func(t *testing.T) {
+				got, err := r.Evaluate(m)
+				if err != nil {
+					t.Fatalf("%s\nEvaluate(...): %v", tc.reason, err)
+				}
+				if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s\nEvaluate(...): -want, +got:\n%s", tc.reason, diff)
+				}
+			})
+		}
 	}
 }
 
@@ -165,16 +188,22 @@ func TestProviderEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, tc := range cases {
-			t.Run(envName+"/"+name, func(t *testing.T) {
-				out, _, err := prg.Eval(map[string]any{"object": asProviderSees(t, tc.d)})
-				if err != nil {
-					t.Fatalf("provider evaluation: %v", err)
-				}
-				if got := out.Value().(bool); got != tc.want.Ready {
-					t.Errorf("%s\nprovider says %v, function says %v", tc.reason, got, tc.want.Ready)
-				}
-			})
+		// Numbers reach the query as float64 (encoding/json) or as int64
+		// (util/json, what provider-kubernetes v1.3.1 uses); the verdict
+		// must not depend on which.
+		decoders := map[string]func(testing.TB, any) map[string]any{"float64": asProviderSees, "int64": asProviderV13Sees}
+		for decName, decode := range decoders {
+			for name, tc := range cases {
+				t.Run(envName+"/"+decName+"/"+name, func(t *testing.T) {
+					out, _, err := prg.Eval(map[string]any{"object": decode(t, tc.d)})
+					if err != nil {
+						t.Fatalf("provider evaluation: %v", err)
+					}
+					if got := out.Value().(bool); got != tc.want.Ready {
+						t.Errorf("%s\nprovider says %v, function says %v", tc.reason, got, tc.want.Ready)
+					}
+				})
+			}
 		}
 	}
 }

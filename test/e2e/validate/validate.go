@@ -219,8 +219,44 @@ func (v *Validator) ValidateComposed(ctx context.Context, obj map[string]any) fi
 	case !ok:
 		return append(errs, field.Required(path, "a provider-kubernetes Object needs a manifest"))
 	}
+	if observeOnly(obj) {
+		return append(errs, v.validateIdentity(path, m)...)
+	}
 	_, merrs := v.validate(ctx, path, m)
 	return append(errs, merrs...)
+}
+
+// observeOnly reports whether an Object only observes its manifest
+// (managementPolicies [Observe]). Such a manifest is never created: the
+// provider reads the object by name and, only when it exists, dry-runs an
+// apply of the manifest over it (provider-kubernetes v1.3.1
+// internal/controller/namespaced/object/object.go, Observe: Get, then
+// syncer.GetDesiredState), so required fields of the kind's spec need not
+// be there.
+func observeOnly(obj map[string]any) bool {
+	p, _, _ := unstructured.NestedStringSlice(obj, "spec", "managementPolicies")
+	return len(p) == 1 && p[0] == "Observe"
+}
+
+// validateIdentity checks what an observe-only manifest must get right: a
+// kind some CRD serves (or a core kind), and a name.
+func (v *Validator) validateIdentity(root *field.Path, m map[string]any) field.ErrorList {
+	u := &unstructured.Unstructured{Object: m}
+	gvk := u.GroupVersionKind()
+	cv, err := v.lookup(gvk)
+	if err != nil {
+		return field.ErrorList{field.InternalError(root, err)}
+	}
+	if _, core := coreKinds[gvk]; cv == nil && !core {
+		return field.ErrorList{field.Invalid(root.Child("kind"), u.GetKind(), "no CRD defines this kind in "+u.GetAPIVersion()+", and it is not a core kind this validator knows")}
+	}
+	if cv != nil && !cv.served {
+		return field.ErrorList{field.Invalid(root.Child("apiVersion"), u.GetAPIVersion(), "CRD "+cv.crd+" does not serve this version")}
+	}
+	if u.GetName() == "" {
+		return field.ErrorList{field.Required(root.Child("metadata", "name"), "an observed object is read by name")}
+	}
+	return nil
 }
 
 // IsObject reports whether gvk is provider-kubernetes' Object, namespaced

@@ -136,6 +136,44 @@ spec:
 
 // TestValidate checks that each kind of check the package promises can
 // fail, each on one change to an object that is otherwise valid.
+// httpRoute is an HTTPRoute as AI Gateway generates it for a model: one
+// rule with every backend of the model.
+const httpRoute = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: qwen3-8b
+  namespace: mp-ml-team-b38f9
+spec:
+  parentRefs:
+  - name: inference-gateway
+    namespace: modelplane-system
+  rules:
+  - backendRefs:
+    - group: gateway.envoyproxy.io
+      kind: Backend
+      name: qwen3-8b-vllm
+`
+
+// clientTrafficPolicy is the gateway's ClientTrafficPolicy.
+const clientTrafficPolicy = `
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: ClientTrafficPolicy
+metadata:
+  name: inference-gateway-client
+  namespace: modelplane-system
+spec:
+  targetRefs:
+  - group: gateway.networking.k8s.io
+    kind: Gateway
+    name: inference-gateway
+  connection:
+    bufferLimit: 50Mi
+  http2:
+    initialStreamWindowSize: 16Mi
+    initialConnectionWindowSize: 24Mi
+`
+
 func TestValidate(t *testing.T) {
 	v := upstream(t)
 	cases := map[string]struct {
@@ -156,6 +194,37 @@ func TestValidate(t *testing.T) {
 		"ValidGateway": {
 			reason: "The unchanged Gateway is valid.",
 			in:     gateway,
+		},
+		"ValidHTTPRoute": {
+			reason: "The unchanged HTTPRoute is valid.",
+			in:     httpRoute,
+		},
+		"SixteenBackendRefs": {
+			reason: "Gateway API allows 16 backendRefs in an HTTPRoute rule: a model's 16 backends fit.",
+			in:     httpRoute,
+			change: func(m map[string]any) { setBackendRefs(m, 16) },
+		},
+		"SeventeenBackendRefs": {
+			reason: "A 17th backendRef breaks the rule's MaxItems, so AI Gateway's HTTPRoute for a 17-backend model is refused: why ModelRoute caps backends at 16.",
+			in:     httpRoute,
+			change: func(m map[string]any) { setBackendRefs(m, 17) },
+			want:   []string{"spec.rules[0].backendRefs: Too many: 17: must have at most 16 items", skippedCEL},
+		},
+		"ValidClientTrafficPolicy": {
+			reason: "The gateway's ClientTrafficPolicy with its 50Mi buffer is valid.",
+			in:     clientTrafficPolicy,
+		},
+		"BufferLimitNotAQuantity": {
+			reason: "Envoy Gateway's CRD wants a quantity for the buffer limit.",
+			in:     clientTrafficPolicy,
+			change: func(m map[string]any) {
+				m["spec"].(map[string]any)["connection"].(map[string]any)["bufferLimit"] = "lots"
+			},
+			want: []string{
+				`spec.connection.bufferLimit: Invalid value: "lots": spec.connection.bufferLimit in body should match '^(\+|-)?`,
+				`spec.connection.bufferLimit: Invalid value: "lots": spec.connection.bufferLimit in body should match '^[1-9]+[0-9]*([EPTGMK]i|[EPTGMk])?$'`,
+				`"spec.connection.bufferLimit" must validate all the schemas (allOf)`,
+			},
 		},
 		"TooManyRules": {
 			reason: "AIGatewayRoute allows at most 15 rules (OpenAPI maxItems).",
@@ -281,6 +350,15 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setBackendRefs gives an HTTPRoute's first rule n backendRefs.
+func setBackendRefs(m map[string]any, n int) {
+	refs := make([]any, n)
+	for i := range refs {
+		refs[i] = map[string]any{"group": "gateway.envoyproxy.io", "kind": "Backend", "name": fmt.Sprintf("qwen3-8b-b%d", i)}
+	}
+	m["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["backendRefs"] = refs
 }
 
 // TestValidateComposed checks that a provider-kubernetes Object is
