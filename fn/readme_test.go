@@ -19,10 +19,10 @@ func TestREADMEConditions(t *testing.T) {
 	readme := string(b)
 	reasons := map[string][]string{
 		gateway.ConditionType: {
-			gateway.ReasonReady, gateway.ReasonNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonDeploymentNotObserved,
+			gateway.ReasonReady, gateway.ReasonNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonDeploymentNotObserved,
 			gateway.ReasonGenerationNotObserved, gateway.ReasonExtProcMarkerMissing, gateway.ReasonOldReplicasPresent, gateway.ReasonNoReplicaAvailable,
 		},
-		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonNoUsableBackends, route.ReasonWaitingForRoute},
+		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},
 	}
 	for typ, rs := range reasons {
 		for _, r := range rs {
