@@ -104,6 +104,9 @@ func (p *Problems) Add(reason, message string) {
 	p.messages = append(p.messages, message)
 }
 
+// None reports whether no check failed.
+func (p *Problems) None() bool { return len(p.reasons) == 0 }
+
 // Condition is True with okReason and okMessage when no check failed, and
 // otherwise False with the first failed check's reason and every failed
 // check in the message.

@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -26,27 +30,24 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := ev.verdict(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName))
+	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName))
 
 	// Each Object is ready only on evidence the function read itself.
-	objectReady := func(name string) bool {
-		o, ok := req.Observed[name]
-		return ok && o.Live() && o.Ready.True()
-	}
+	ready := func(name string) bool { return remote.ReadyIn(req.Observed, name) }
 	res := &compose.Result{
 		Resources: map[string]compose.Desired{
-			ResourceNamespace:       {Object: b.namespace(), Ready: objectReady(ResourceNamespace)},
-			ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: objectReady(ResourceEnvoyProxy)},
+			ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
+			ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: ready(ResourceEnvoyProxy)},
 			ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
 			ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
-			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: objectReady(ResourceFailoverPolicy)},
+			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
 		},
 		Implied:    map[string]bool{},
 		Status:     b.status(ev),
-		Conditions: []compose.Condition{{Type: ConditionType, Status: v.Ready, Reason: v.Reason, Message: v.Message}},
-		Ready:      v.Ready,
+		Conditions: []compose.Condition{c},
+		Ready:      c.Status,
 	}
 	for _, n := range Resources {
 		res.Implied[n] = true
@@ -88,14 +89,15 @@ func (b builder) status(ev *evidence) *Status {
 // ReadVerdict reads the GatewayReady condition of an observed
 // InferenceGateway, as a ModelRoute sees it through a required resource.
 func ReadVerdict(xr map[string]any) (Verdict, error) {
-	st, _ := xr["status"].(map[string]any)
-	conds, err := remote.Conditions(st)
-	if err != nil {
+	st := struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{}
+	if err := decode.Into("the InferenceGateway", "status", xr["status"], &st); err != nil {
 		return Verdict{}, err
 	}
-	c, ok := conds[ConditionType]
-	if !ok {
+	c := meta.FindStatusCondition(st.Conditions, ConditionType)
+	if c == nil {
 		return Verdict{Reason: "NotReported", Message: "the gateway has not reported " + ConditionType + " yet"}, nil
 	}
-	return Verdict{Ready: c.True(), Reason: c.Reason, Message: c.Message}, nil
+	return Verdict{Ready: isTrue(c), Reason: c.Reason, Message: c.Message}, nil
 }

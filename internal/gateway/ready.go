@@ -5,16 +5,16 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // ConditionType is the condition this package reports on an InferenceGateway.
@@ -54,89 +54,65 @@ type Verdict struct {
 	Message string
 }
 
-// problem is one failed check.
-type problem struct {
-	reason, message string
-}
-
 // evidence is what the observed composed resources show.
 type evidence struct {
-	address        string
-	gatewayLive    bool
-	anchorAccepted bool
-	// clientPolicyAccepted: Envoy Gateway accepted the ClientTrafficPolicy.
+	address              string
+	anchorAccepted       bool
 	clientPolicyAccepted bool
 	deployment           *appsv1.Deployment
 	rollout              rollout.Verdict
-	problems             []problem
+	problems             compose.Problems
 }
 
-// observe reads the evidence for GatewayReady from the observed Objects.
-// It trusts only a live manifest: an observe-only Object keeps its old
+// observe reads the evidence for GatewayReady from the observed Objects,
+// each check adding a problem in the order of the conditions table. It
+// trusts only a live manifest: an observe-only Object keeps its old
 // manifest and Ready condition after the remote object is gone.
 func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*evidence, error) {
 	e := &evidence{}
-	gw, ok := obs[ResourceGateway]
-	switch {
-	case !ok || !gw.Live():
-		e.add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
-	default:
-		e.gatewayLive = true
-		addr, err := firstAddress(gw.Manifest())
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read the observed Gateway %q", b.in.GatewayName)
-		}
-		e.address = addr
-		if addr == "" {
-			e.add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has no address yet; Envoy Gateway sets status.addresses once it has programmed it", b.in.GatewayName, b.in.GatewayNamespace))
+	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy} {
+		if err := check(e, obs); err != nil {
+			return nil, err
 		}
 	}
+	return e, b.observeDeployment(e, obs, rule)
+}
 
+// observeGateway requires an address on the Gateway.
+func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) error {
+	gw, ok := obs[ResourceGateway]
+	if !ok || !gw.Live() {
+		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
+		return nil
+	}
+	addr, err := upstream.GatewayAddress(gw.Manifest())
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the observed Gateway %q", b.in.GatewayName)
+	}
+	e.address = addr
+	if addr == "" {
+		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has no address yet; Envoy Gateway sets status.addresses once it has programmed it", b.in.GatewayName, b.in.GatewayNamespace))
+	}
+	return nil
+}
+
+// observeAnchor requires AI Gateway to have accepted the anchor route.
+func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) error {
 	anchor := names.AnchorRoute(b.in.GatewayName)
 	ar, ok := obs[ResourceAnchorRoute]
-	switch {
-	case !ok || !ar.Live():
-		e.add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, syncNote(ar, ok)))
-	default:
-		acc, err := accepted(ar.Manifest())
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read the observed anchor AIGatewayRoute %q", anchor)
-		}
-		e.anchorAccepted = acc.True()
-		if !acc.True() {
-			msg := fmt.Sprintf("AI Gateway has not accepted the anchor AIGatewayRoute %q yet", anchor)
-			if acc.Message != "" {
-				msg += ": " + acc.Message
-			}
-			e.add(ReasonAnchorNotAccepted, msg)
-		}
+	if !ok || !ar.Live() {
+		e.problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, syncNote(ar, ok)))
+		return nil
 	}
-
-	if err := b.observeClientPolicy(e, obs); err != nil {
-		return nil, err
-	}
-
-	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
-	dep, ok := obs[ResourceEnvoyDeployment]
-	if !ok || !dep.Live() {
-		e.add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, b.in.EnvoyGatewayNamespace, syncNote(dep, ok)))
-		return e, nil
-	}
-	live := dep.Manifest()
-	d := &appsv1.Deployment{}
-	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", live, d); err != nil {
-		return nil, err
-	}
-	e.deployment = d
-	v, err := rule.Evaluate(live)
+	c, err := upstream.RouteAccepted(ar.Manifest())
 	if err != nil {
-		return nil, err
+		return errors.Wrapf(err, "cannot read the observed anchor AIGatewayRoute %q", anchor)
 	}
-	e.rollout = v
-	for _, c := range v.Failed {
-		e.add(string(c), rolloutMessage(c, d, b.in.ExtProcMarkerAnnotations))
+	e.anchorAccepted = isTrue(c)
+	if !e.anchorAccepted {
+		e.problems.Add(ReasonAnchorNotAccepted, withMessage(fmt.Sprintf("AI Gateway has not accepted the anchor AIGatewayRoute %q yet", anchor), c))
 	}
-	return e, nil
+	return nil
 }
 
 // observeClientPolicy requires Envoy Gateway to have accepted the
@@ -146,68 +122,56 @@ func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed
 	name := names.ClientPolicy(b.in.GatewayName)
 	o, ok := obs[ResourceClientPolicy]
 	if !ok || !o.Live() {
-		e.add(ReasonClientPolicyNotAccepted, fmt.Sprintf("the ClientTrafficPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
+		e.problems.Add(ReasonClientPolicyNotAccepted, fmt.Sprintf("the ClientTrafficPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
 		return nil
 	}
-	c, err := PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
+	c, err := upstream.PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed ClientTrafficPolicy %q", name)
 	}
-	e.clientPolicyAccepted = c != nil && c.Status == metav1.ConditionTrue
+	e.clientPolicyAccepted = isTrue(c)
 	if !e.clientPolicyAccepted {
-		msg := fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName)
-		if c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		e.add(ReasonClientPolicyNotAccepted, msg)
+		e.problems.Add(ReasonClientPolicyNotAccepted, withMessage(fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName), c))
 	}
 	return nil
 }
 
-// PolicyAccepted returns the Accepted condition that Envoy Gateway wrote
-// for the Gateway ns/name into a policy's status.ancestors (gateway v1.8.1
-// internal/gatewayapi/status, policy ancestor status), or nil if it wrote
-// none for that Gateway.
-func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, error) {
-	st := &gwapiv1.PolicyStatus{}
-	if err := decode.Into("status", "", policy["status"], st); err != nil {
-		return nil, err
+// observeDeployment evaluates the rollout rule on the live Envoy
+// Deployment.
+func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule) error {
+	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
+	dep, ok := obs[ResourceEnvoyDeployment]
+	if !ok || !dep.Live() {
+		e.problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, b.in.EnvoyGatewayNamespace, syncNote(dep, ok)))
+		return nil
 	}
-	for _, a := range st.Ancestors {
-		r := a.AncestorRef
-		if string(r.Name) != name || (r.Namespace != nil && string(*r.Namespace) != ns) {
-			continue
-		}
-		if r.Kind != nil && *r.Kind != "Gateway" {
-			continue
-		}
-		return meta.FindStatusCondition(a.Conditions, string(gwapiv1.PolicyConditionAccepted)), nil
+	live := dep.Manifest()
+	d := &appsv1.Deployment{}
+	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", live, d); err != nil {
+		return err
 	}
-	return nil, nil
+	e.deployment = d
+	v, err := rule.Evaluate(live)
+	if err != nil {
+		return err
+	}
+	e.rollout = v
+	for _, c := range v.Failed {
+		e.problems.Add(string(c), rolloutMessage(c, d, b.in.ExtProcMarkerAnnotations))
+	}
+	return nil
 }
 
-func (e *evidence) add(reason, message string) {
-	e.problems = append(e.problems, problem{reason: reason, message: message})
-}
-
-// verdict reports the first failed check as the reason, and every failed
-// check in the message.
-func (e *evidence) verdict(d string) Verdict {
-	if len(e.problems) == 0 && e.rollout.Ready {
+// condition is GatewayReady: the first failed check as the reason, and
+// every failed check in the message.
+func (e *evidence) condition(d string) compose.Condition {
+	msg := ""
+	if e.problems.None() {
 		st := e.deployment.Status
-		return Verdict{Ready: true, Reason: ReasonReady, Message: fmt.Sprintf(
-			"Gateway has address %s; anchor route and client policy accepted; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
-			e.address, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)}
+		msg = fmt.Sprintf("Gateway has address %s; anchor route and client policy accepted; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
+			e.address, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
 	}
-	msgs := make([]string, len(e.problems))
-	for i, p := range e.problems {
-		msgs[i] = p.message
-	}
-	msg := msgs[0]
-	if len(msgs) > 1 {
-		msg += ". Also: " + strings.Join(msgs[1:], "; ")
-	}
-	return Verdict{Reason: e.problems[0].reason, Message: msg}
+	return e.problems.Condition(ConditionType, ReasonReady, msg)
 }
 
 func rolloutMessage(c rollout.Check, d *appsv1.Deployment, markers []string) string {
@@ -241,46 +205,13 @@ func syncNote(o remote.Observed, exists bool) string {
 	return ""
 }
 
-// firstAddress reads status.addresses[0].value of a Gateway.
-func firstAddress(gw map[string]any) (string, error) {
-	st, _ := gw["status"].(map[string]any)
-	raw, ok := st["addresses"]
-	if !ok || raw == nil {
-		return "", nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		return "", errors.Errorf("status.addresses is a %T, not a list", raw)
-	}
-	for _, a := range list {
-		m, _ := a.(map[string]any)
-		if v, _ := m["value"].(string); v != "" {
-			return v, nil
-		}
-	}
-	return "", nil
-}
+// isTrue reports whether a condition is there and True.
+func isTrue(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
 
-// accepted reads the Accepted condition of an AIGatewayRoute. AI Gateway
-// keeps at most one condition: Accepted (True) or NotAccepted
-// (ai-gateway v1.0.0 internal/controller/controller.go, newConditions).
-func accepted(route map[string]any) (remote.Condition, error) {
-	st, _ := route["status"].(map[string]any)
-	conds, err := remote.Conditions(st)
-	if err != nil {
-		return remote.Condition{}, err
+// withMessage adds an upstream condition's message, if any, to msg.
+func withMessage(msg string, c *metav1.Condition) string {
+	if c != nil && c.Message != "" {
+		return msg + ": " + c.Message
 	}
-	if c, ok := conds["Accepted"]; ok {
-		return c, nil
-	}
-	if c, ok := conds["NotAccepted"]; ok {
-		return remote.Condition{Status: "False", Reason: c.Reason, Message: c.Message}, nil
-	}
-	return remote.Condition{}, nil
-}
-
-// Accepted reports whether an observed AIGatewayRoute manifest is Accepted.
-func Accepted(route map[string]any) (bool, error) {
-	c, err := accepted(route)
-	return c.True(), err
+	return msg
 }

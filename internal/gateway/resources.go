@@ -11,6 +11,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // Composition resource names of what an InferenceGateway composes.
@@ -36,26 +37,11 @@ const (
 	portHTTPS     = 443
 )
 
-// API groups and kinds the manifests use.
-const (
-	gatewayAPIGroup = "gateway.networking.k8s.io"
-	egGroup         = "gateway.envoyproxy.io"
-	egAPIVersion    = "gateway.envoyproxy.io/v1alpha1"
-	aigAPIVersion   = "aigateway.envoyproxy.io/v1beta1"
-)
-
-// CEL readiness for the provider to report on the Objects. The function
-// does not trust these: it reads the same evidence from the live manifest.
-const (
-	celHasAddress = "has(object.status) && has(object.status.addresses) && size(object.status.addresses) > 0"
-	celAccepted   = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
-)
-
 // ParentRef attaches a route to the gateway. sectionName picks a listener;
 // empty attaches to all of them.
 func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
 	p := gwapiv1.ParentReference{
-		Group:     ptr.To(gwapiv1.Group(gatewayAPIGroup)),
+		Group:     ptr.To(gwapiv1.Group(upstream.GatewayAPIGroup)),
 		Kind:      ptr.To(gwapiv1.Kind("Gateway")),
 		Name:      gwapiv1.ObjectName(in.GatewayName),
 		Namespace: ptr.To(gwapiv1.Namespace(in.GatewayNamespace)),
@@ -101,7 +87,7 @@ func (b builder) namespace() *remote.Object {
 // mergeType the Gateway's EnvoyProxy replaces the class's wholesale).
 func (b builder) envoyProxy() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.EnvoyProxySpec]{
-		APIVersion: egAPIVersion,
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       "EnvoyProxy",
 		Metadata:   b.meta(b.in.GatewayName),
 		Spec: &egv1a1.EnvoyProxySpec{
@@ -156,17 +142,17 @@ func (b builder) gateway() *remote.Object {
 		class = b.in.GatewayClassName
 	}
 	return b.wrap(&remote.Manifest[gwapiv1.GatewaySpec]{
-		APIVersion: gatewayAPIGroup + "/v1",
+		APIVersion: upstream.GatewayAPIVersion,
 		Kind:       "Gateway",
 		Metadata:   b.meta(b.in.GatewayName),
 		Spec: &gwapiv1.GatewaySpec{
 			GatewayClassName: gwapiv1.ObjectName(class),
 			Infrastructure: &gwapiv1.GatewayInfrastructure{ParametersRef: &gwapiv1.LocalParametersReference{
-				Group: egGroup, Kind: "EnvoyProxy", Name: b.in.GatewayName,
+				Group: upstream.EnvoyGatewayGroup, Kind: "EnvoyProxy", Name: b.in.GatewayName,
 			}},
 			Listeners: listeners,
 		},
-	}, remote.ReadyWhen(celHasAddress))
+	}, remote.ReadyWhen(upstream.CELHasAddress))
 }
 
 // AnchorRule is the anchor route's only rule: an Exact match on a header
@@ -188,14 +174,14 @@ func AnchorRule(in *v1beta1.Input) aigv1b1.AIGatewayRouteRule {
 
 func (b builder) anchorRoute() *remote.Object {
 	return b.wrap(&remote.Manifest[aigv1b1.AIGatewayRouteSpec]{
-		APIVersion: aigAPIVersion,
+		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "AIGatewayRoute",
 		Metadata:   b.meta(names.AnchorRoute(b.in.GatewayName)),
 		Spec: &aigv1b1.AIGatewayRouteSpec{
 			ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, "")},
 			Rules:      []aigv1b1.AIGatewayRouteRule{AnchorRule(b.in)},
 		},
-	}, remote.ReadyWhen(celAccepted))
+	}, remote.ReadyWhen(upstream.CELAccepted))
 }
 
 // gatewayTarget is a policy's targetRefs: the Gateway, so the policy
@@ -205,7 +191,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 	return egv1a1.PolicyTargetReferences{
 		TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{
 			LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
-				Group: gatewayAPIGroup, Kind: "Gateway", Name: gwapiv1.ObjectName(b.in.GatewayName),
+				Group: upstream.GatewayAPIGroup, Kind: "Gateway", Name: gwapiv1.ObjectName(b.in.GatewayName),
 			},
 		}},
 	}
@@ -221,7 +207,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // tier is ejected and no healthy tier is left (README, "Failover").
 func (b builder) failoverPolicy() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.BackendTrafficPolicySpec]{
-		APIVersion: egAPIVersion,
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       "BackendTrafficPolicy",
 		Metadata:   b.meta(names.FailoverPolicy(b.in.GatewayName)),
 		Spec: &egv1a1.BackendTrafficPolicySpec{
@@ -253,7 +239,7 @@ func (b builder) failoverPolicy() *remote.Object {
 func (b builder) clientPolicy() *remote.Object {
 	limit := b.spec.BufferLimit()
 	return b.wrap(&remote.Manifest[egv1a1.ClientTrafficPolicySpec]{
-		APIVersion: egAPIVersion,
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       "ClientTrafficPolicy",
 		Metadata:   b.meta(names.ClientPolicy(b.in.GatewayName)),
 		Spec: &egv1a1.ClientTrafficPolicySpec{

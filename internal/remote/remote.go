@@ -301,30 +301,15 @@ func (o Observed) Live() bool {
 	return o.manifest != nil && o.Synced.True()
 }
 
-// Conditions reads status.conditions of a status object into a map by type.
-// A missing or malformed list yields an error naming the field.
-func Conditions(status map[string]any) (map[string]Condition, error) {
-	out := map[string]Condition{}
-	raw, ok := status["conditions"]
-	if !ok || raw == nil {
-		return out, nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		return nil, errors.Errorf("status.conditions is a %T, not a list", raw)
-	}
-	for i, item := range list {
-		c, ok := item.(map[string]any)
-		if !ok {
-			return nil, errors.Errorf("status.conditions[%d] is a %T, not an object", i, item)
-		}
-		t, _ := c["type"].(string)
-		s, _ := c["status"].(string)
-		r, _ := c["reason"].(string)
-		m, _ := c["message"].(string)
-		out[t] = Condition{Status: s, Reason: r, Message: m}
-	}
-	return out, nil
+// LiveAndReady reports whether the Object is live and the provider says it
+// is Ready: the evidence a composed resource's readiness rests on when the
+// function has nothing more specific to read.
+func (o Observed) LiveAndReady() bool { return o.Live() && o.Ready.True() }
+
+// ReadyIn reports whether the observed Object under name is LiveAndReady.
+func ReadyIn(obs map[string]Observed, name string) bool {
+	o, ok := obs[name]
+	return ok && o.LiveAndReady()
 }
 
 // field reads a nested object; a missing key or null is nil, anything else

@@ -11,10 +11,10 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
-	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // ConditionType is the condition this package reports on a ModelRoute.
@@ -148,10 +148,7 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 }
 
 // ready reports whether an observed Object is live and Ready.
-func (b builder) ready(n string) bool {
-	o, ok := b.observed[n]
-	return ok && o.Live() && o.Ready.True()
-}
+func (b builder) ready(n string) bool { return remote.ReadyIn(b.observed, n) }
 
 // requirements asks for the InferenceGateway by name, and for each API-key
 // Secret by name in the ModelRoute's own namespace.
@@ -315,14 +312,19 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 		p.Add(ReasonWaitingForRoute, "the AIGatewayRoute has not been observed on the gateway cluster yet")
 		return false, nil
 	}
-	acc, err := gateway.Accepted(o.Manifest())
+	c, err := upstream.RouteAccepted(o.Manifest())
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}
-	if !acc {
-		p.Add(ReasonWaitingForRoute, "AI Gateway has not accepted the AIGatewayRoute yet")
+	if c == nil || c.Status != metav1.ConditionTrue {
+		msg := "AI Gateway has not accepted the AIGatewayRoute yet"
+		if c != nil && c.Message != "" {
+			msg += ": " + c.Message
+		}
+		p.Add(ReasonWaitingForRoute, msg)
+		return false, nil
 	}
-	return acc, nil
+	return true, nil
 }
 
 // httpRouteServed reads whether Envoy Gateway accepted the HTTPRoute AI
@@ -336,29 +338,25 @@ func httpRouteServed(req compose.Request, p *compose.Problems) (bool, error) {
 		p.Add(ReasonHTTPRouteNotAccepted, "the HTTPRoute AI Gateway generates for the route has not been observed on the gateway cluster yet")
 		return false, nil
 	}
-	st := &gwapiv1.HTTPRouteStatus{}
-	if err := decode.Into("the observed HTTPRoute", "status", o.Manifest()["status"], st); err != nil {
-		return false, err
-	}
 	in := req.Input
-	for _, ps := range st.Parents {
-		r := ps.ParentRef
-		if string(r.Name) != in.GatewayName || r.Namespace == nil || string(*r.Namespace) != in.GatewayNamespace {
-			continue
-		}
-		for _, t := range []gwapiv1.RouteConditionType{gwapiv1.RouteConditionAccepted, gwapiv1.RouteConditionResolvedRefs} {
-			c := meta.FindStatusCondition(ps.Conditions, string(t))
-			if c == nil || c.Status != metav1.ConditionTrue {
-				msg := fmt.Sprintf("Envoy Gateway does not report the HTTPRoute %s for the Gateway %q", t, in.GatewayName)
-				if c != nil {
-					msg = fmt.Sprintf("Envoy Gateway reports the HTTPRoute %s=%s (%s): %s", t, c.Status, c.Reason, c.Message)
-				}
-				p.Add(ReasonHTTPRouteNotAccepted, msg)
-				return false, nil
-			}
-		}
-		return true, nil
+	conds, reported, err := upstream.RouteParentConditions(o.Manifest(), in.GatewayNamespace, in.GatewayName)
+	if err != nil {
+		return false, errors.Wrap(err, "cannot read the observed HTTPRoute")
 	}
-	p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway has not reported on the HTTPRoute for the Gateway %q yet", in.GatewayName))
-	return false, nil
+	if !reported {
+		p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway has not reported on the HTTPRoute for the Gateway %q yet", in.GatewayName))
+		return false, nil
+	}
+	for _, t := range []gwapiv1.RouteConditionType{gwapiv1.RouteConditionAccepted, gwapiv1.RouteConditionResolvedRefs} {
+		c := meta.FindStatusCondition(conds, string(t))
+		if c == nil {
+			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway does not report the HTTPRoute %s for the Gateway %q", t, in.GatewayName))
+			return false, nil
+		}
+		if c.Status != metav1.ConditionTrue {
+			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway reports the HTTPRoute %s=%s (%s): %s", t, c.Status, c.Reason, c.Message))
+			return false, nil
+		}
+	}
+	return true, nil
 }

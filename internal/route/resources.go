@@ -11,6 +11,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // Composition resource names of what a ModelRoute composes. Per-backend
@@ -27,17 +28,9 @@ const (
 )
 
 const (
-	aigAPIVersion = "aigateway.envoyproxy.io/v1beta1"
-	aigGroup      = "aigateway.envoyproxy.io"
-	egAPIVersion  = "gateway.envoyproxy.io/v1alpha1"
-	egGroup       = "gateway.envoyproxy.io"
-
 	// apiKeyInSecret is the Secret key AI Gateway reads an API key from
 	// (ai-gateway v1.0.0 internal/controller, apiKeyInSecret).
 	apiKeyInSecret = "apiKey"
-
-	// celAccepted is the provider-side readiness of an AIGatewayRoute.
-	celAccepted = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
 )
 
 // implied lists every composition resource name the spec implies.
@@ -103,7 +96,7 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 		}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIGatewayRouteSpec]{
-		APIVersion: aigAPIVersion,
+		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "AIGatewayRoute",
 		Metadata:   b.meta(b.name),
 		Spec: &aigv1b1.AIGatewayRouteSpec{
@@ -123,7 +116,7 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 				{MetadataKey: "llm_total_token", Type: aigv1b1.LLMRequestCostTypeTotalToken},
 			},
 		},
-	}, remote.ReadyWhen(celAccepted))
+	}, remote.ReadyWhen(upstream.CELAccepted))
 }
 
 // backend is the Envoy Gateway Backend: an FQDN endpoint, so Envoy Gateway
@@ -140,7 +133,7 @@ func (b builder) backend(be Backend) *remote.Object {
 		}
 	}
 	return b.wrap(&remote.Manifest[egv1a1.BackendSpec]{
-		APIVersion: egAPIVersion,
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       "Backend",
 		Metadata:   b.meta(b.child(be.Name)),
 		Spec:       spec,
@@ -150,7 +143,7 @@ func (b builder) backend(be Backend) *remote.Object {
 // aiBackend tells AI Gateway which API the backend speaks.
 func (b builder) aiBackend(be Backend) *remote.Object {
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
-		APIVersion: aigAPIVersion,
+		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "AIServiceBackend",
 		Metadata:   b.meta(b.child(be.Name)),
 		Spec: &aigv1b1.AIServiceBackendSpec{
@@ -158,7 +151,7 @@ func (b builder) aiBackend(be Backend) *remote.Object {
 				Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
 			},
 			BackendRef: gwapiv1.BackendObjectReference{
-				Group: ptr.To(gwapiv1.Group(egGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
+				Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
 			},
 		},
 	})
@@ -172,7 +165,7 @@ func (b builder) aiBackend(be Backend) *remote.Object {
 // Envoy Gateway's verdict to the ModelRoute at once.
 func (b builder) httpRoute() *remote.Object {
 	return b.wrap(&remote.Manifest[struct{}]{
-		APIVersion: "gateway.networking.k8s.io/v1",
+		APIVersion: upstream.GatewayAPIVersion,
 		Kind:       "HTTPRoute",
 		Metadata:   b.meta(b.name),
 	}, remote.ObserveOnly(), remote.Watch())
@@ -242,7 +235,7 @@ func (b builder) credPolicy(be Backend) *remote.Object {
 	ref := &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(b.child(be.Name))}
 	spec := &aigv1b1.BackendSecurityPolicySpec{
 		TargetRefs: []gwapiv1a2.LocalPolicyTargetReference{{
-			Group: aigGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
+			Group: upstream.AIGatewayGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
 		}},
 		Type: credentialTypes[aigv1b1.APISchema(be.Schema.Name)],
 	}
@@ -255,7 +248,7 @@ func (b builder) credPolicy(be Backend) *remote.Object {
 		spec.APIKey = &aigv1b1.BackendSecurityPolicyAPIKey{SecretRef: ref}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.BackendSecurityPolicySpec]{
-		APIVersion: aigAPIVersion,
+		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "BackendSecurityPolicy",
 		Metadata:   b.meta(b.child(be.Name)),
 		Spec:       spec,

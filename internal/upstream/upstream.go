@@ -1,0 +1,121 @@
+// Package upstream is the one home of what the function knows about the
+// upstream APIs it writes and reads: their API groups and versions (taken
+// from the upstream Go packages), the CEL readiness queries
+// provider-kubernetes evaluates on them, and readers of the status their
+// controllers write.
+package upstream
+
+import (
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+)
+
+// API groups of the kinds the function composes.
+const (
+	// GatewayAPIGroup is Gateway API's group (Gateway, HTTPRoute).
+	GatewayAPIGroup = gwapiv1.GroupName
+	// EnvoyGatewayGroup is Envoy Gateway's group (EnvoyProxy, Backend,
+	// the traffic policies).
+	EnvoyGatewayGroup = egv1a1.GroupName
+	// AIGatewayGroup is AI Gateway's group (AIGatewayRoute,
+	// AIServiceBackend, BackendSecurityPolicy).
+	AIGatewayGroup = aigv1b1.GroupName
+)
+
+// API versions of the kinds the function composes.
+var (
+	// GatewayAPIVersion is the Gateway API version of Gateway and HTTPRoute.
+	GatewayAPIVersion = gwapiv1.SchemeGroupVersion.String()
+	// EnvoyGatewayAPIVersion is Envoy Gateway's API version.
+	EnvoyGatewayAPIVersion = egv1a1.GroupVersion.String()
+	// AIGatewayAPIVersion is AI Gateway's storage version at v1.0.0.
+	AIGatewayAPIVersion = aigv1b1.SchemeGroupVersion.String()
+)
+
+// CEL readiness queries for provider-kubernetes' DeriveFromCelQuery. The
+// function does not trust the Ready they produce: it reads the same
+// evidence from the live manifest with the readers below.
+const (
+	// CELHasAddress holds once a Gateway has an address.
+	CELHasAddress = "has(object.status) && has(object.status.addresses) && size(object.status.addresses) > 0"
+	// CELAccepted holds once an object's Accepted condition is True.
+	CELAccepted = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
+)
+
+// GatewayAddress reads the first non-empty status.addresses[].value of a
+// Gateway manifest.
+func GatewayAddress(gw map[string]any) (string, error) {
+	st := &gwapiv1.GatewayStatus{}
+	if err := decode.Into("the Gateway", "status", gw["status"], st); err != nil {
+		return "", err
+	}
+	for _, a := range st.Addresses {
+		if a.Value != "" {
+			return a.Value, nil
+		}
+	}
+	return "", nil
+}
+
+// RouteAccepted returns the acceptance of an AIGatewayRoute manifest. AI
+// Gateway keeps at most one condition, Accepted (True) or NotAccepted
+// (False) (ai-gateway v1.0.0 api/v1beta1/status.go;
+// internal/controller/controller.go, newConditions); NotAccepted is
+// returned as Accepted=False with its reason and message. It is nil while
+// AI Gateway has written neither.
+func RouteAccepted(route map[string]any) (*metav1.Condition, error) {
+	st := &aigv1b1.AIGatewayRouteStatus{}
+	if err := decode.Into("the AIGatewayRoute", "status", route["status"], st); err != nil {
+		return nil, err
+	}
+	if c := meta.FindStatusCondition(st.Conditions, aigv1b1.ConditionTypeAccepted); c != nil {
+		return c, nil
+	}
+	if c := meta.FindStatusCondition(st.Conditions, aigv1b1.ConditionTypeNotAccepted); c != nil {
+		return &metav1.Condition{Type: aigv1b1.ConditionTypeAccepted, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}, nil
+	}
+	return nil, nil
+}
+
+// PolicyAccepted returns the Accepted condition Envoy Gateway wrote for the
+// Gateway ns/name into a policy's status.ancestors (Gateway API's
+// PolicyStatus, apis/v1/policy_types.go), or nil if it wrote none for that
+// Gateway.
+func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, error) {
+	st := &gwapiv1.PolicyStatus{}
+	if err := decode.Into("the policy", "status", policy["status"], st); err != nil {
+		return nil, err
+	}
+	for _, a := range st.Ancestors {
+		r := a.AncestorRef
+		if r.Kind != nil && *r.Kind != "Gateway" {
+			continue
+		}
+		if string(r.Name) == name && (r.Namespace == nil || string(*r.Namespace) == ns) {
+			return meta.FindStatusCondition(a.Conditions, string(gwapiv1.PolicyConditionAccepted)), nil
+		}
+	}
+	return nil, nil
+}
+
+// RouteParentConditions returns the conditions Envoy Gateway wrote on an
+// HTTPRoute manifest for its parent Gateway ns/name (status.parents), and
+// whether it wrote any. The route's parentRefs always name the namespace.
+func RouteParentConditions(route map[string]any, ns, name string) ([]metav1.Condition, bool, error) {
+	st := &gwapiv1.HTTPRouteStatus{}
+	if err := decode.Into("the HTTPRoute", "status", route["status"], st); err != nil {
+		return nil, false, err
+	}
+	for _, p := range st.Parents {
+		r := p.ParentRef
+		if string(r.Name) == name && r.Namespace != nil && string(*r.Namespace) == ns {
+			return p.Conditions, true, nil
+		}
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,117 @@
+package upstream
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type obj = map[string]any
+
+func cond(typ, status, reason, msg string) obj {
+	return obj{"type": typ, "status": status, "reason": reason, "message": msg, "lastTransitionTime": "2026-11-30T00:00:00Z"}
+}
+
+func TestRouteAccepted(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		route  obj
+		want   *metav1.Condition
+	}{
+		"NoStatus": {
+			reason: "AI Gateway has not reconciled the route yet.",
+			route:  obj{},
+		},
+		"Accepted": {
+			reason: "Accepted=True is returned as it is.",
+			route:  obj{"status": obj{"conditions": []any{cond("Accepted", "True", "ReconciliationSucceeded", "ok")}}},
+			want:   &metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: "ok"},
+		},
+		"NotAccepted": {
+			reason: "AI Gateway writes NotAccepted (True) when it fails: that is Accepted=False.",
+			route:  obj{"status": obj{"conditions": []any{cond("NotAccepted", "True", "ReconciliationFailed", "AIServiceBackend qwen-a not found")}}},
+			want:   &metav1.Condition{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "ReconciliationFailed", Message: "AIServiceBackend qwen-a not found"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := RouteAccepted(tc.route)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("%s\nRouteAccepted(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestPolicyAccepted(t *testing.T) {
+	ancestor := func(ns, name, status string) obj {
+		ref := obj{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": name}
+		if ns != "" {
+			ref["namespace"] = ns
+		}
+		return obj{"ancestorRef": ref, "controllerName": "gateway.envoyproxy.io/gatewayclass-controller", "conditions": []any{cond("Accepted", status, "Accepted", "")}}
+	}
+	cases := map[string]struct {
+		reason string
+		policy obj
+		want   metav1.ConditionStatus // "" for no condition
+	}{
+		"None":           {reason: "No ancestor status yet.", policy: obj{}},
+		"Ours":           {reason: "Our Gateway's ancestor says Accepted.", policy: obj{"status": obj{"ancestors": []any{ancestor("modelplane-system", "inference-gateway", "True")}}}, want: metav1.ConditionTrue},
+		"OursRejected":   {reason: "Our Gateway's ancestor says not Accepted.", policy: obj{"status": obj{"ancestors": []any{ancestor("modelplane-system", "inference-gateway", "False")}}}, want: metav1.ConditionFalse},
+		"NoNamespace":    {reason: "An ancestorRef without a namespace is in the policy's namespace.", policy: obj{"status": obj{"ancestors": []any{ancestor("", "inference-gateway", "True")}}}, want: metav1.ConditionTrue},
+		"OtherGateway":   {reason: "Another Gateway's verdict is not ours.", policy: obj{"status": obj{"ancestors": []any{ancestor("modelplane-system", "other", "True")}}}},
+		"OtherNamespace": {reason: "A Gateway of the same name elsewhere is not ours.", policy: obj{"status": obj{"ancestors": []any{ancestor("elsewhere", "inference-gateway", "True")}}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := PolicyAccepted(tc.policy, "modelplane-system", "inference-gateway")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got metav1.ConditionStatus
+			if c != nil {
+				got = c.Status
+			}
+			if got != tc.want {
+				t.Errorf("%s\nPolicyAccepted(...) = %q, want %q", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteParentConditions(t *testing.T) {
+	route := obj{"status": obj{"parents": []any{
+		obj{"parentRef": obj{"name": "other", "namespace": "modelplane-system"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", "")}},
+		obj{"parentRef": obj{"name": "inference-gateway", "namespace": "modelplane-system", "sectionName": "http"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", ""), cond("ResolvedRefs", "False", "BackendNotFound", "Backend qwen-a not found")}},
+	}}}
+	conds, ok, err := RouteParentConditions(route, "modelplane-system", "inference-gateway")
+	if err != nil || !ok {
+		t.Fatalf("RouteParentConditions(...) = %v, %v; want our parent's conditions", ok, err)
+	}
+	want := []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"},
+		{Type: "ResolvedRefs", Status: metav1.ConditionFalse, Reason: "BackendNotFound", Message: "Backend qwen-a not found"},
+	}
+	if diff := cmp.Diff(want, conds, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+		t.Errorf("RouteParentConditions(...): -want, +got:\n%s", diff)
+	}
+	if _, ok, _ := RouteParentConditions(obj{}, "modelplane-system", "inference-gateway"); ok {
+		t.Error("an HTTPRoute without status has no parent conditions")
+	}
+}
+
+func TestGatewayAddress(t *testing.T) {
+	gw := obj{"status": obj{"addresses": []any{obj{"type": "Hostname", "value": ""}, obj{"type": "IPAddress", "value": "203.0.113.10"}}}}
+	if got, err := GatewayAddress(gw); err != nil || got != "203.0.113.10" {
+		t.Errorf("GatewayAddress(...) = %q, %v; want the first non-empty address", got, err)
+	}
+	if _, err := GatewayAddress(obj{"status": obj{"addresses": "nope"}}); err == nil {
+		t.Error("a malformed status.addresses must be an error")
+	}
+}
