@@ -190,3 +190,41 @@ func TestModelRouteHTTPRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedBackendKeptWhileRouted: a backend removed from the spec keeps
+// its objects while the observed route still names it, so a swap of a
+// model's only keyed backend never leaves the serving route pointing at
+// deleted objects (found by the model in test/sim).
+func TestRemovedBackendKeptWhileRouted(t *testing.T) {
+	old := []string{"backend-hosted", "aibackend-hosted", "credential-hosted", "credpolicy-hosted"}
+	observed := func(routed ...string) map[string]obj {
+		o := map[string]obj{
+			"namespace": object("namespace", plainManifest("Namespace"), true, true),
+			"route":     routedObject(true, routed...),
+			"httproute": object("httproute", httpRouteManifest(true, true), true, true),
+		}
+		for _, n := range old {
+			o[n] = object(n, plainManifest("X"), true, true)
+		}
+		return o
+	}
+	req := map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}
+	xr := routeXR(backend("hosted2", 0, 1, "key-a")) // hosted2's key is not delivered yet
+
+	rsp := run(t, newRequest(t, xr, observed("qwen-hosted"), req))
+	for _, n := range old {
+		if rsp.GetDesired().GetResources()[n] == nil {
+			t.Errorf("%s was deleted while the carried-forward route still names qwen-hosted", n)
+		}
+	}
+	if got := summarize(rsp).Conditions[0]; got != "RoutingReady=STATUS_CONDITION_FALSE/WaitingForCredentials" {
+		t.Errorf("RoutingReady: got %s", got)
+	}
+
+	rsp = run(t, newRequest(t, xr, observed("qwen-hosted2"), req))
+	for _, n := range old {
+		if rsp.GetDesired().GetResources()[n] != nil {
+			t.Errorf("%s is still desired after the route stopped naming it", n)
+		}
+	}
+}

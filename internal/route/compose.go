@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -68,7 +69,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
-		Implied:      spec.implied(),
+		Implied:      spec.implied(observedBackendRefs(req), name, req.Observed),
 		Requirements: requirements(req, spec, apiVersion, ns),
 	}
 	model := spec.model(ns, name)
@@ -259,25 +260,27 @@ func readBackends(req compose.Request, spec *Spec, route string) backends {
 	return bs
 }
 
-// observedBackendRefs names the backendRefs of the route as last composed.
+// observedBackendRefs names the backendRefs of the observed route: those
+// Crossplane last applied (the Object's spec) and those the gateway
+// cluster has (its live manifest), which differ until the provider has
+// applied the change.
 func observedBackendRefs(req compose.Request) map[string]bool {
 	out := map[string]bool{}
 	o, ok := req.Observed[ResourceRoute]
 	if !ok {
 		return out
 	}
-	spec, _ := o.Object()["spec"].(map[string]any)
-	fp, _ := spec["forProvider"].(map[string]any)
-	m, _ := fp["manifest"].(map[string]any)
-	ms, _ := m["spec"].(map[string]any)
-	rules, _ := ms["rules"].([]any)
-	for _, r := range rules {
-		rm, _ := r.(map[string]any)
-		refs, _ := rm["backendRefs"].([]any)
-		for _, x := range refs {
-			xm, _ := x.(map[string]any)
-			if n, _ := xm["name"].(string); n != "" {
-				out[n] = true
+	applied, _, _ := unstructured.NestedMap(o.Object(), "spec", "forProvider", "manifest")
+	for _, m := range []map[string]any{applied, o.Manifest()} {
+		rules, _, _ := unstructured.NestedSlice(m, "spec", "rules")
+		for _, r := range rules {
+			rm, _ := r.(map[string]any)
+			refs, _, _ := unstructured.NestedSlice(rm, "backendRefs")
+			for _, x := range refs {
+				xm, _ := x.(map[string]any)
+				if n, _ := xm["name"].(string); n != "" {
+					out[n] = true
+				}
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"strings"
+
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -33,8 +35,13 @@ const (
 	apiKeyInSecret = "apiKey"
 )
 
-// implied lists every composition resource name the spec implies.
-func (s *Spec) implied() map[string]bool {
+// implied lists every composition resource name the spec implies, and
+// keeps the objects of a backend removed from the spec for as long as the
+// observed route still names it (inRoute): deleting a Backend or
+// AIServiceBackend that the serving route still points at makes AI Gateway
+// reject the route and Envoy Gateway answer 500 until the new route is
+// applied. They go once the route no longer names them.
+func (s *Spec) implied(inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true}
 	for _, b := range s.Backends {
 		out[prefixBackend+b.Name] = true
@@ -42,6 +49,13 @@ func (s *Spec) implied() map[string]bool {
 		if b.APIKey != nil {
 			out[prefixCredential+b.Name] = true
 			out[prefixCredPolicy+b.Name] = true
+		}
+	}
+	for n := range observed {
+		for _, p := range []string{prefixBackend, prefixAIBackend, prefixCredential, prefixCredPolicy} {
+			if be, ok := strings.CutPrefix(n, p); ok && inRoute[names.Child(route, be)] {
+				out[n] = true
+			}
 		}
 	}
 	return out
