@@ -45,12 +45,15 @@ func (w *world) actions(blocked map[string]bool) []func() {
 	add("eg", w.envoyGateway)
 	add("aigw", w.aiGateway)
 	add("aigw-routes", w.aiGatewayRoutes)
+	add("gc", w.garbageCollector)
 	for _, k := range sortedKeys(w.objects) {
 		o := w.objects[k]
-		if o.resource == "envoy-deployment" && !w.cfg.watchOn {
-			// Without watches provider-kubernetes re-reads a not-Ready
-			// Object every 30 s and a Ready one every 10 minutes
-			// (--poll): here, one step in three and one in forty.
+		if o.spec["watch"] == true && !w.cfg.watchOn {
+			// An Object that sets watch (the Envoy Deployment, the
+			// generated HTTPRoute) relies on it to see the remote object
+			// change. Without watches provider-kubernetes re-reads a
+			// not-Ready Object every 30 s and a Ready one every 10
+			// minutes (--poll): here, one step in three and one in forty.
 			p := 40
 			if !o.ready {
 				p = 3
@@ -95,6 +98,7 @@ func (w *world) quiet(rounds int) bool {
 		w.envoyGateway()
 		w.aiGateway()
 		w.aiGatewayRoutes()
+		w.garbageCollector()
 		for _, k := range sortedKeys(w.objects) {
 			w.observe(w.objects[k])
 		}
