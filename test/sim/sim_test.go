@@ -420,9 +420,10 @@ var expected = map[struct{ scenario, rule string }]string{
 
 // TestRandomChurn drives this project's rule on AI Gateway v1.1.0 through
 // random sequences of everything the scenarios do one at a time, plus a
-// user adding, changing and deleting ModelRoutes and removing and restoring
-// API-key Secrets, and checks invariants 1, 3, 5 and 6 at every step and
-// liveness (4) once the churn stops.
+// user adding, changing and deleting ModelRoutes, replacing a keyed
+// backend, and removing, emptying and restoring API-key Secrets, and checks
+// invariants 1, 3, 5 and 6 at every step and liveness (4) once the churn
+// stops.
 func TestRandomChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the model runs thousands of reconciles")
@@ -455,6 +456,21 @@ func TestRandomChurn(t *testing.T) {
 				}
 			},
 			func() { w.secrets["key-qwen"] = map[string]any{"api-key": "c2stZXhhbXBsZQ=="} },
+			func() { // empty an API-key Secret: it exists without its key
+				for _, k := range sortedKeys(w.secrets) {
+					w.secrets[k] = map[string]any{}
+					return
+				}
+			},
+			func() { // replace the keyed backend of a route by a new one
+				if r := w.routes["qwen"]; r != nil && !r.deleted {
+					bs := r.spec["backends"].([]any)
+					r.spec["backends"] = append(bs[:1:1], map[string]any{
+						"name": fmt.Sprintf("hosted%d", w.rng.IntN(3)), "endpoint": map[string]any{"hostname": "api.example.com"}, "schema": map[string]any{"name": "OpenAI"}, "priority": float64(1),
+						"apiKey": map[string]any{"secretRef": map[string]any{"name": "key-qwen", "key": "api-key"}},
+					})
+				}
+			},
 			func() { // drop the hosted backend from a route's spec
 				if r := w.routes["qwen"]; r != nil && !r.deleted {
 					bs := r.spec["backends"].([]any)
