@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -16,7 +18,9 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 
 	"github.com/modelplaneai/function-inference-gateway/fn"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
 // function is the real function under test.
@@ -27,14 +31,19 @@ type cpObject struct {
 	owner    string // the composite's key
 	resource string // composition resource name
 	spec     map[string]any
+	// generation is metadata.generation: 1 at creation, bumped by the API
+	// server with every change of the spec.
+	generation int64
+	// finalized: the provider has added its finalizer.
+	finalized bool
 	// what the provider last reported
 	reported bool
 	snapshot map[string]any
 	synced   bool
 	syncMsg  string
+	syncGen  int64 // Synced's observedGeneration
 	ready    bool
-	// dirty is set when the remote object changed since the last look.
-	dirty bool
+	readyGen int64 // Ready's observedGeneration, 0 when not set
 }
 
 type celProgram = cel.Program
@@ -75,39 +84,203 @@ func (o *cpObject) deletes() bool {
 
 // --- provider-kubernetes --------------------------------------------------
 
-// observe is one reconcile of an Object by provider-kubernetes: an
-// observe-only Object reads the remote object, and if it is gone reports
-// Synced=False but keeps its old manifest and Ready (crossplane-runtime's
-// managed reconciler stops at "external resource does not exist"); any
-// other Object applies its manifest. Ready comes from the readiness policy,
-// and DeriveFromCelQuery evaluates the Object's celQuery on the live object
-// in provider-kubernetes' CEL environment.
+// finalizerName is crossplane-runtime's managed resource finalizer.
+const finalizerName = "finalizer.managedresource.crossplane.io"
+
+// observe is one reconcile of an Object by provider-kubernetes on
+// crossplane-runtime's managed reconciler (provider-kubernetes v1.3.1
+// internal/controller/namespaced/object/object.go; crossplane-runtime
+// v2.4.0 pkg/reconciler/managed/reconciler.go):
+//
+//   - Observe first resolves spec.references: it reads each referenced
+//     control-plane object and patches the value into its in-memory copy of
+//     the Object's manifest (resolveReferencies, Reference.
+//     ApplyFromFieldPathPatch). A missing object or field fails the
+//     reconcile: Synced=False, nothing applied, status.atProvider and Ready
+//     left as they were.
+//   - An observe-only Object whose remote object is gone reports
+//     Synced=False but keeps its old manifest and Ready ("external resource
+//     does not exist").
+//   - Then the finalizer is added, by an Update of the whole in-memory
+//     Object (AddFinalizer), on the first reconcile that gets this far.
+//   - A remote object that does not exist is created after another full
+//     Update (SetExternalCreatePending); Ready is Creating (False) until
+//     the next reconcile.
+//   - Otherwise the manifest is applied if it differs from the remote
+//     object; Ready comes from the readiness policy: DeriveFromCelQuery is
+//     evaluated on the live object (with cel-go, in provider-kubernetes'
+//     environment), SuccessfulCreate is Available only on a reconcile that
+//     found the object up to date.
+//
+// Every condition the reconciler marks carries the Object's generation as
+// observedGeneration (crossplane-runtime pkg/conditions); Available and
+// Unavailable are set beside it, without one.
+//
+// Either full Update stores whatever the in-memory Object holds, the
+// resolved references included: invariant 6 flags it when that is an API
+// key.
 func (w *world) observe(o *cpObject) {
-	o.dirty = false
 	key := o.remoteKey()
+	desired, patched, err := w.resolveReferences(o)
+	if err != "" {
+		o.synced, o.syncMsg, o.syncGen = false, "cannot resolve resource references: "+err, o.generation
+		return
+	}
 	if o.observeOnly() {
 		live := w.read(key)
 		if live == nil {
-			o.synced, o.syncMsg = false, "cannot observe external resource: external resource does not exist"
+			o.synced, o.syncMsg, o.syncGen = false, "cannot observe external resource: external resource does not exist", o.generation
 			return
 		}
-		o.reported, o.synced, o.syncMsg, o.snapshot = true, true, "", live
-		o.ready = w.readiness(o, live)
+		w.addFinalizer(o, desired, patched)
+		o.reported, o.synced, o.syncMsg, o.syncGen, o.snapshot = true, true, "", o.generation, live
+		w.setReady(o, live, true)
 		return
 	}
-	m := o.manifest()
+	w.addFinalizer(o, desired, patched)
 	r := w.remote[key]
 	if r == nil {
-		r = &remoteObject{status: map[string]any{}}
-		w.remote[key] = r
+		w.writeBack(o, desired, patched, "marks the create pending")
+		w.create(key, desired, 0)
 		if strings.HasPrefix(key, "AIGatewayRoute/"+gwNS+"/") {
 			w.anchorCreated = true
 		}
+		o.reported, o.synced, o.syncMsg, o.syncGen, o.snapshot = true, true, "", o.generation, w.read(key)
+		o.ready, o.readyGen = false, o.generation // Creating
+		return
 	}
-	r.manifest = m
+	upToDate := reflect.DeepEqual(r.manifest, desired)
+	r.manifest = desired
 	live := w.read(key)
-	o.reported, o.synced, o.syncMsg, o.snapshot = true, true, "", live
-	o.ready = w.readiness(o, live)
+	o.reported, o.synced, o.syncMsg, o.syncGen, o.snapshot = true, true, "", o.generation, live
+	w.setReady(o, live, upToDate)
+}
+
+// setReady sets Ready from the readiness policy on a reconcile that read
+// live: the celQuery's verdict, or for SuccessfulCreate Available when the
+// object was up to date (handleObservation), and otherwise Ready as it was.
+func (w *world) setReady(o *cpObject, live map[string]any, upToDate bool) {
+	rd, _ := o.spec["readiness"].(map[string]any)
+	if rd == nil || rd["policy"] != "DeriveFromCelQuery" {
+		if upToDate {
+			o.ready, o.readyGen = true, 0
+		}
+		return
+	}
+	o.ready, o.readyGen = w.celReady(rd, live), 0
+}
+
+// addFinalizer is AddFinalizer on the first reconcile that gets past
+// observing: a full Update of the in-memory Object.
+func (w *world) addFinalizer(o *cpObject, desired map[string]any, patched bool) {
+	if o.finalized {
+		return
+	}
+	o.finalized = true
+	w.writeBack(o, desired, patched, "adds its finalizer")
+}
+
+// writeBack is a full Update of the Object by the provider: if references
+// were resolved into the in-memory manifest, the resolved manifest becomes
+// the Object's spec, and the generation goes up. Invariant 6: an API key
+// must never be stored in an Object's spec.
+func (w *world) writeBack(o *cpObject, desired map[string]any, patched bool, why string) {
+	if !patched {
+		return
+	}
+	spec := maps.Clone(o.spec)
+	fp := maps.Clone(obj(spec["forProvider"]))
+	fp["manifest"] = deepCopy(desired)
+	spec["forProvider"] = fp
+	o.spec = spec
+	o.generation++
+	w.violate("invariant 6: the API key is stored in the spec of Object %s/%s: provider-kubernetes resolved its references and %s with a full Update", o.owner, o.resource, why)
+}
+
+// resolveReferences returns the manifest with every patchesFrom reference
+// applied, whether any was, or what failed. Referenced objects are read on
+// the control plane; the model holds the API-key Secrets of the routes'
+// namespace.
+func (w *world) resolveReferences(o *cpObject) (map[string]any, bool, string) {
+	refs := list(o.spec["references"])
+	if len(refs) == 0 {
+		return deepCopy(o.manifest()), false, ""
+	}
+	m := deepCopy(o.manifest())
+	for _, r := range refs {
+		pf := obj(obj(r)["patchesFrom"])
+		if pf == nil {
+			continue
+		}
+		name := str(pf["name"])
+		data, ok := w.secrets[name]
+		if pf["kind"] != "Secret" || pf["namespace"] != "ml-team" || !ok {
+			return nil, false, fmt.Sprintf("cannot get referenced resource: %ss %q not found", strings.ToLower(str(pf["kind"])), name)
+		}
+		fp := str(pf["fieldPath"])
+		if fp == "" {
+			continue // dependsOn only
+		}
+		from, _ := getPath(map[string]any{"data": data}, fp)
+		if from == nil {
+			return nil, false, fmt.Sprintf("cannot patch from referenced resource: %s: no such field", fp)
+		}
+		to := str(obj(r)["toFieldPath"])
+		if to == "" {
+			to = fp
+		}
+		setPath(m, to, from)
+	}
+	return m, true, ""
+}
+
+// splitPath splits a crossplane field path (a.b[c].d) into its keys. It
+// knows string keys only, which is all the model's references use.
+func splitPath(p string) []string {
+	var out []string
+	for _, part := range strings.Split(p, ".") {
+		for part != "" {
+			i := strings.IndexByte(part, '[')
+			if i < 0 {
+				out = append(out, part)
+				break
+			}
+			if i > 0 {
+				out = append(out, part[:i])
+			}
+			j := strings.IndexByte(part, ']')
+			out = append(out, part[i+1:j])
+			part = part[j+1:]
+		}
+	}
+	return out
+}
+
+func getPath(m map[string]any, p string) (any, bool) {
+	var cur any = m
+	for _, k := range splitPath(p) {
+		c, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = c[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func setPath(m map[string]any, p string, v any) {
+	keys := splitPath(p)
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = v
 }
 
 func (w *world) read(key string) map[string]any {
@@ -133,11 +306,8 @@ func (w *world) read(key string) map[string]any {
 	return m
 }
 
-func (w *world) readiness(o *cpObject, live map[string]any) bool {
-	rd, _ := o.spec["readiness"].(map[string]any)
-	if rd == nil || rd["policy"] != "DeriveFromCelQuery" {
-		return true // SuccessfulCreate
-	}
+// celReady evaluates a DeriveFromCelQuery readiness on the live object.
+func (w *world) celReady(rd, live map[string]any) bool {
 	q, _ := rd["celQuery"].(string)
 	prg, ok := w.celByExpr[q]
 	if !ok {
@@ -214,22 +384,27 @@ func (w *world) observedFor(x *xr) map[string]*fnv1.Resource {
 		if o.owner != x.key() {
 			continue
 		}
-		obj := map[string]any{
-			"apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "Object",
-			"metadata": map[string]any{"name": o.resource + "-x", "namespace": gwNS, "annotations": map[string]any{"crossplane.io/composition-resource-name": o.resource}},
-			"spec":     o.spec,
+		md := map[string]any{
+			"name": o.resource + "-x", "namespace": gwNS, "generation": float64(o.generation),
+			"annotations": map[string]any{"crossplane.io/composition-resource-name": o.resource},
 		}
+		if o.finalized {
+			md["finalizers"] = []any{finalizerName}
+		}
+		ob := map[string]any{"apiVersion": remote.APIVersion, "kind": remote.Kind, "metadata": md, "spec": o.spec}
 		if o.reported || o.syncMsg != "" {
-			st := map[string]any{"conditions": []any{
-				map[string]any{"type": "Synced", "status": fmt.Sprint(titleBool(o.synced)), "message": o.syncMsg},
-				map[string]any{"type": "Ready", "status": fmt.Sprint(titleBool(o.ready))},
-			}}
+			synced := map[string]any{"type": "Synced", "status": titleBool(o.synced), "message": o.syncMsg, "observedGeneration": float64(o.syncGen)}
+			ready := map[string]any{"type": "Ready", "status": titleBool(o.ready)}
+			if o.readyGen != 0 {
+				ready["observedGeneration"] = float64(o.readyGen)
+			}
+			st := map[string]any{"conditions": []any{synced, ready}}
 			if o.snapshot != nil {
 				st["atProvider"] = map[string]any{"manifest": o.snapshot}
 			}
-			obj["status"] = st
+			ob["status"] = st
 		}
-		out[o.resource] = &fnv1.Resource{Resource: mustStruct(obj)}
+		out[o.resource] = &fnv1.Resource{Resource: mustStruct(ob)}
 	}
 	return out
 }
@@ -281,11 +456,14 @@ func (w *world) reconcile(x *xr) {
 	for name, r := range desired {
 		k := x.key() + "/" + name
 		o := w.objects[k]
-		if o == nil {
-			o = &cpObject{owner: x.key(), resource: name, dirty: true}
-			w.objects[k] = o
-		}
 		spec, _ := r.GetResource().AsMap()["spec"].(map[string]any)
+		switch {
+		case o == nil:
+			o = &cpObject{owner: x.key(), resource: name, generation: 1}
+			w.objects[k] = o
+		case !reflect.DeepEqual(o.spec, spec):
+			o.generation++
+		}
 		o.spec = spec
 	}
 	for k, o := range w.objects {
@@ -342,7 +520,7 @@ func (w *world) deleteObject(k string, o *cpObject, owner *xr) {
 // impliedByRoute is what a ModelRoute's spec implies, computed here
 // independently of the function.
 func impliedByRoute(x *xr) map[string]bool {
-	out := map[string]bool{"namespace": true, "route": true}
+	out := map[string]bool{route.ResourceNamespace: true, route.ResourceRoute: true, route.ResourceHTTPRoute: true}
 	bs, _ := x.spec["backends"].([]any)
 	for _, b := range bs {
 		m := b.(map[string]any)

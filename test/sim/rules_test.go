@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/modelplaneai/function-inference-gateway/internal/gateway"
+
 // rule is a readiness rule for the Envoy rollout.
 type rule int
 
@@ -26,19 +28,20 @@ func (r rule) String() string {
 }
 
 // applyRule swaps the rollout part of GatewayReady for an alternative rule.
-// Everything else stays the real function's: the Gateway, anchor and
-// Deployment-observed checks it made, and the composed resources. The
-// alternative sees the same Deployment manifest the function saw.
+// Everything else stays the real function's: the Gateway, anchor, client
+// policy and Deployment-observed checks it made, and the composed
+// resources. The alternative sees the same Deployment manifest the
+// function saw.
 func (w *world) applyRule(x *xr) {
 	if w.cfg.rule == ruleProject {
 		return
 	}
 	c := x.conditions["GatewayReady"]
 	switch c.reason {
-	case "GatewayNotProgrammed", "AnchorNotAccepted", "DeploymentNotObserved":
+	case gateway.ReasonNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonDeploymentNotObserved:
 		return
 	}
-	o := w.objects[x.key()+"/envoy-deployment"]
+	o := w.objects[x.key()+"/"+gateway.ResourceEnvoyDeployment]
 	if o == nil || !o.synced || o.snapshot == nil {
 		return
 	}

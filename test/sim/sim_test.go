@@ -45,12 +45,15 @@ func (w *world) actions(blocked map[string]bool) []func() {
 	add("eg", w.envoyGateway)
 	add("aigw", w.aiGateway)
 	add("aigw-routes", w.aiGatewayRoutes)
+	add("gc", w.garbageCollector)
 	for _, k := range sortedKeys(w.objects) {
 		o := w.objects[k]
-		if o.resource == "envoy-deployment" && !w.cfg.watchOn {
-			// Without watches provider-kubernetes re-reads a not-Ready
-			// Object every 30 s and a Ready one every 10 minutes
-			// (--poll): here, one step in three and one in forty.
+		if o.spec["watch"] == true && !w.cfg.watchOn {
+			// An Object that sets watch (the Envoy Deployment, the
+			// generated HTTPRoute) relies on it to see the remote object
+			// change. Without watches provider-kubernetes re-reads a
+			// not-Ready Object every 30 s and a Ready one every 10
+			// minutes (--poll): here, one step in three and one in forty.
 			p := 40
 			if !o.ready {
 				p = 3
@@ -95,6 +98,7 @@ func (w *world) quiet(rounds int) bool {
 		w.envoyGateway()
 		w.aiGateway()
 		w.aiGatewayRoutes()
+		w.garbageCollector()
 		for _, k := range sortedKeys(w.objects) {
 			w.observe(w.objects[k])
 		}
@@ -288,7 +292,7 @@ func run(sc scenario, cfg config, seed uint64) outcome {
 
 func cell(o map[int]bool, sc scenario) string {
 	var parts []string
-	for i := 1; i <= 5; i++ {
+	for i := 1; i <= 6; i++ {
 		switch {
 		case i == 2 && !sc.singleOutage:
 			parts = append(parts, "–")
@@ -342,7 +346,7 @@ func TestReadinessRules(t *testing.T) {
 		}
 		table.WriteString("| " + strings.Join(row, " | ") + " |\n")
 	}
-	t.Logf("invariants 1–5 per scenario (✓ kept, ✗ broken, – not applicable):\n%s", table.String())
+	t.Logf("invariants 1–6 per scenario (✓ kept, ✗ broken, – not applicable):\n%s", table.String())
 	if p := os.Getenv("SIM_TABLE"); p != "" {
 		_ = os.WriteFile(p, []byte(table.String()), 0o644)
 	}
@@ -367,58 +371,59 @@ func ruleNames() []string {
 // reviewer's alternative and the first version on AI Gateway v1.1.0, and
 // this project's rule on v1.0.0.
 var expected = map[struct{ scenario, rule string }]string{
-	{"fresh gateway, pods before the Secret", "this project"}:                             "✓ – ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "thread's final rule"}:                      "✓ – ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "reviewer's alternative"}:                   "✗ – ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "first version"}:                            "✗ – ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "this project"}:                             "✓ – ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "thread's final rule"}:                      "✓ – ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "reviewer's alternative"}:                   "✓ – ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "first version"}:                            "✓ – ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "this project (v1.0.0)"}:                    "✓ – ✓ ✗ ✓",
-	{"rolling update", "this project"}:                                                    "✓ – ✓ ✓ ✓",
-	{"rolling update", "thread's final rule"}:                                             "✓ – ✓ ✓ ✓",
-	{"rolling update", "reviewer's alternative"}:                                          "✓ – ✓ ✓ ✓",
-	{"rolling update", "first version"}:                                                   "✓ – ✓ ✓ ✓",
-	{"rolling update", "this project (v1.0.0)"}:                                           "✓ – ✓ ✓ ✓",
-	{"eviction", "this project"}:                                                          "✓ ✓ ✓ ✓ ✓",
-	{"eviction", "thread's final rule"}:                                                   "✓ ✓ ✓ ✓ ✓",
-	{"eviction", "reviewer's alternative"}:                                                "✓ ✗ ✓ ✓ ✓",
-	{"eviction", "first version"}:                                                         "✓ ✗ ✓ ✓ ✓",
-	{"eviction", "this project (v1.0.0)"}:                                                 "✓ ✓ ✓ ✓ ✓",
-	{"drain of both pods", "this project"}:                                                "✓ – ✓ ✓ ✓",
-	{"drain of both pods", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓",
-	{"drain of both pods", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓",
-	{"drain of both pods", "first version"}:                                               "✓ – ✓ ✓ ✓",
-	{"drain of both pods", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "this project"}:                                             "✓ – ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "thread's final rule"}:                                      "✓ – ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "reviewer's alternative"}:                                   "✓ – ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "first version"}:                                            "✓ – ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "this project (v1.0.0)"}:                                    "✓ – ✓ ✓ ✓",
-	{"AI Gateway upgrade", "this project"}:                                                "✓ – ✓ ✓ ✓",
-	{"AI Gateway upgrade", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓",
-	{"AI Gateway upgrade", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓",
-	{"AI Gateway upgrade", "first version"}:                                               "✓ – ✓ ✓ ✓",
-	{"AI Gateway upgrade", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓",
-	{"Deployment recreated", "this project"}:                                              "✓ – ✓ ✓ ✓",
-	{"Deployment recreated", "thread's final rule"}:                                       "✓ – ✓ ✓ ✓",
-	{"Deployment recreated", "reviewer's alternative"}:                                    "✓ – ✓ ✓ ✓",
-	{"Deployment recreated", "first version"}:                                             "✓ – ✓ ✓ ✓",
-	{"Deployment recreated", "this project (v1.0.0)"}:                                     "✓ – ✓ ✗ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project"}:           "✓ – ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "thread's final rule"}:    "✓ – ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✗ – ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✗ – ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "reviewer's alternative"}:                   "✗ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "first version"}:                            "✗ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "reviewer's alternative"}:                   "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "first version"}:                            "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "this project (v1.0.0)"}:                    "✓ – ✓ ✗ ✓ ✓",
+	{"rolling update", "this project"}:                                                    "✓ – ✓ ✓ ✓ ✓",
+	{"rolling update", "thread's final rule"}:                                             "✓ – ✓ ✓ ✓ ✓",
+	{"rolling update", "reviewer's alternative"}:                                          "✓ – ✓ ✓ ✓ ✓",
+	{"rolling update", "first version"}:                                                   "✓ – ✓ ✓ ✓ ✓",
+	{"rolling update", "this project (v1.0.0)"}:                                           "✓ – ✓ ✓ ✓ ✓",
+	{"eviction", "this project"}:                                                          "✓ ✓ ✓ ✓ ✓ ✓",
+	{"eviction", "thread's final rule"}:                                                   "✓ ✓ ✓ ✓ ✓ ✓",
+	{"eviction", "reviewer's alternative"}:                                                "✓ ✗ ✓ ✓ ✓ ✓",
+	{"eviction", "first version"}:                                                         "✓ ✗ ✓ ✓ ✓ ✓",
+	{"eviction", "this project (v1.0.0)"}:                                                 "✓ ✓ ✓ ✓ ✓ ✓",
+	{"drain of both pods", "this project"}:                                                "✓ – ✓ ✓ ✓ ✓",
+	{"drain of both pods", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓ ✓",
+	{"drain of both pods", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓ ✓",
+	{"drain of both pods", "first version"}:                                               "✓ – ✓ ✓ ✓ ✓",
+	{"drain of both pods", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "this project"}:                                             "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "thread's final rule"}:                                      "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "reviewer's alternative"}:                                   "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "first version"}:                                            "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "this project (v1.0.0)"}:                                    "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "this project"}:                                                "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "first version"}:                                               "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓ ✓",
+	{"Deployment recreated", "this project"}:                                              "✓ – ✓ ✓ ✓ ✓",
+	{"Deployment recreated", "thread's final rule"}:                                       "✓ – ✓ ✓ ✓ ✓",
+	{"Deployment recreated", "reviewer's alternative"}:                                    "✓ – ✓ ✓ ✓ ✓",
+	{"Deployment recreated", "first version"}:                                             "✓ – ✓ ✓ ✓ ✓",
+	{"Deployment recreated", "this project (v1.0.0)"}:                                     "✓ – ✓ ✗ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project"}:           "✓ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "thread's final rule"}:    "✓ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✓ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✗ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ ✓ ✓ ✓",
 }
 
 // TestRandomChurn drives this project's rule on AI Gateway v1.1.0 through
 // random sequences of everything the scenarios do one at a time, plus a
-// user adding, changing and deleting ModelRoutes and removing and restoring
-// API-key Secrets, and checks invariants 1, 3 and 5 at every step and
-// liveness (4) once the churn stops.
+// user adding, changing and deleting ModelRoutes, replacing a keyed
+// backend, and removing, emptying and restoring API-key Secrets, and checks
+// invariants 1, 3, 5 and 6 at every step and liveness (4) once the churn
+// stops.
 func TestRandomChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the model runs thousands of reconciles")
@@ -451,6 +456,21 @@ func TestRandomChurn(t *testing.T) {
 				}
 			},
 			func() { w.secrets["key-qwen"] = map[string]any{"api-key": "c2stZXhhbXBsZQ=="} },
+			func() { // empty an API-key Secret: it exists without its key
+				for _, k := range sortedKeys(w.secrets) {
+					w.secrets[k] = map[string]any{}
+					return
+				}
+			},
+			func() { // replace the keyed backend of a route by a new one
+				if r := w.routes["qwen"]; r != nil && !r.deleted {
+					bs := r.spec["backends"].([]any)
+					r.spec["backends"] = append(bs[:1:1], map[string]any{
+						"name": fmt.Sprintf("hosted%d", w.rng.IntN(3)), "endpoint": map[string]any{"hostname": "api.example.com"}, "schema": map[string]any{"name": "OpenAI"}, "priority": float64(1),
+						"apiKey": map[string]any{"secretRef": map[string]any{"name": "key-qwen", "key": "api-key"}},
+					})
+				}
+			},
 			func() { // drop the hosted backend from a route's spec
 				if r := w.routes["qwen"]; r != nil && !r.deleted {
 					bs := r.spec["backends"].([]any)

@@ -10,6 +10,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -56,6 +57,8 @@ type deployment struct {
 type remoteObject struct {
 	manifest map[string]any // apiVersion, kind, metadata, spec (or data)
 	status   map[string]any
+	uid      int // set at creation; a recreated object gets a new one
+	owner    int // uid of its controller owner, 0 if none
 }
 
 // world is the gateway cluster and the control plane.
@@ -68,6 +71,7 @@ type world struct {
 	remote        map[string]*remoteObject
 	filterSecret  bool // AI Gateway's filter-config Secret
 	nextPod       int
+	nextUID       int
 	egVersion     int
 	aigwHash      string
 	aigwUUIDCount int
@@ -126,6 +130,59 @@ func (w *world) violate(format string, a ...any) {
 }
 
 func remoteKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// create puts a new object on the gateway cluster under a fresh uid.
+func (w *world) create(key string, manifest map[string]any, owner int) *remoteObject {
+	w.nextUID++
+	r := &remoteObject{manifest: manifest, status: map[string]any{}, uid: w.nextUID, owner: owner}
+	w.remote[key] = r
+	return r
+}
+
+// garbageCollector is the Kubernetes garbage collector: it deletes an
+// object whose controller owner is gone (or was recreated under a new
+// uid), as it does the HTTPRoute AI Gateway generated for a deleted
+// AIGatewayRoute (ai-gateway sets a controller reference on it).
+func (w *world) garbageCollector() {
+	live := map[int]bool{}
+	for _, r := range w.remote {
+		live[r.uid] = true
+	}
+	for _, k := range sortedKeys(w.remote) {
+		if r := w.remote[k]; r.owner != 0 && !live[r.owner] {
+			delete(w.remote, k)
+		}
+	}
+}
+
+// Small readers of the JSON-shaped manifests.
+func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func list(v any) []any         { l, _ := v.([]any); return l }
+func str(v any) string         { s, _ := v.(string); return s }
+
+// metaOf returns a manifest's namespace and name.
+func metaOf(m map[string]any) (string, string) {
+	md := obj(m["metadata"])
+	return str(md["namespace"]), str(md["name"])
+}
+
+// deepCopy copies a JSON-shaped value.
+func deepCopy[T any](v T) T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// cond is a metav1.Condition as a controller writes it.
+func cond(typ string, ok bool, reason, message string) map[string]any {
+	return map[string]any{"type": typ, "status": titleBool(ok), "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+}
 
 // --- Kubernetes Deployment controller -------------------------------------
 
@@ -245,6 +302,8 @@ func (w *world) evict() bool {
 // Gateway's server-side applies, but a recreated Deployment starts without
 // them.
 func (w *world) envoyGateway() {
+	w.envoyGatewayPolicies()
+	w.envoyGatewayRoutes()
 	gw := w.remote[remoteKey("Gateway", gwNS, gwName)]
 	ep := w.remote[remoteKey("EnvoyProxy", gwNS, gwName)]
 	if gw == nil || ep == nil {
@@ -260,6 +319,106 @@ func (w *world) envoyGateway() {
 	if w.dep.envoyVersion != w.egVersion {
 		w.dep.envoyVersion = w.egVersion
 		w.templateChanged()
+	}
+}
+
+// egController is the controllerName Envoy Gateway writes into statuses.
+const egController = "gateway.envoyproxy.io/gatewayclass-controller"
+
+// envoyGatewayPolicies writes a policy's ancestor status: Accepted=True
+// for every Gateway it targets that exists; a Gateway that does not exist
+// gets no ancestor entry (gateway v1.8.1 internal/gatewayapi/
+// clienttrafficpolicy.go, resolveClientTrafficPolicyTargetRef: "Gateway not
+// found" returns no gateway, and the policy is skipped for it). The status
+// is rewritten from each translation.
+func (w *world) envoyGatewayPolicies() {
+	for _, r := range w.remote {
+		switch r.manifest["kind"] {
+		case "ClientTrafficPolicy", "BackendTrafficPolicy":
+		default:
+			continue
+		}
+		ns, _ := metaOf(r.manifest)
+		var ancestors []any
+		for _, t := range list(obj(r.manifest["spec"])["targetRefs"]) {
+			tr := obj(t)
+			name := str(tr["name"])
+			if tr["kind"] != "Gateway" || w.remote[remoteKey("Gateway", ns, name)] == nil {
+				continue
+			}
+			ancestors = append(ancestors, map[string]any{
+				"ancestorRef":    map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": ns, "name": name},
+				"controllerName": egController,
+				"conditions":     []any{cond("Accepted", true, "Accepted", "Policy has been accepted.")},
+			})
+		}
+		if ancestors == nil {
+			delete(r.status, "ancestors")
+		} else {
+			r.status["ancestors"] = ancestors
+		}
+	}
+}
+
+// envoyGatewayRoutes writes an HTTPRoute's status.parents for each parent
+// Gateway that exists, copying the parentRef as the route gives it:
+// Accepted=True when the Gateway has the listener the sectionName names
+// (or no sectionName is given), and ResolvedRefs=True when every
+// backendRef names an existing Backend, else False with BackendNotFound
+// (gateway-api apis/v1/shared_types.go, RouteConditionAccepted and
+// RouteConditionResolvedRefs; gateway v1.8.1 internal/gatewayapi/route.go).
+// A parent Gateway that does not exist is not Envoy Gateway's: it writes
+// nothing for it.
+func (w *world) envoyGatewayRoutes() {
+	for _, r := range w.remote {
+		if r.manifest["kind"] != "HTTPRoute" {
+			continue
+		}
+		ns, _ := metaOf(r.manifest)
+		spec := obj(r.manifest["spec"])
+		resolved, missing := true, ""
+		for _, rule := range list(spec["rules"]) {
+			for _, b := range list(obj(rule)["backendRefs"]) {
+				br := obj(b)
+				bns := ns
+				if n := str(br["namespace"]); n != "" {
+					bns = n
+				}
+				if br["kind"] == "Backend" && w.remote[remoteKey("Backend", bns, str(br["name"]))] == nil {
+					resolved, missing = false, bns+"/"+str(br["name"])
+				}
+			}
+		}
+		var parents []any
+		for _, p := range list(spec["parentRefs"]) {
+			pr := obj(p)
+			pns := ns
+			if n := str(pr["namespace"]); n != "" {
+				pns = n
+			}
+			gw := w.remote[remoteKey("Gateway", pns, str(pr["name"]))]
+			if gw == nil {
+				continue
+			}
+			accepted := pr["sectionName"] == nil
+			for _, l := range list(obj(gw.manifest["spec"])["listeners"]) {
+				accepted = accepted || obj(l)["name"] == pr["sectionName"]
+			}
+			acc := cond("Accepted", accepted, "Accepted", "Route is accepted")
+			if !accepted {
+				acc = cond("Accepted", false, "NoMatchingParent", "No listeners match this parent ref")
+			}
+			res := cond("ResolvedRefs", true, "ResolvedRefs", "Resolved all the Object references for the Route")
+			if !resolved {
+				res = cond("ResolvedRefs", false, "BackendNotFound", fmt.Sprintf("Backend %s not found", missing))
+			}
+			parents = append(parents, map[string]any{"parentRef": deepCopy(pr), "controllerName": egController, "conditions": []any{acc, res}})
+		}
+		if parents == nil {
+			delete(r.status, "parents")
+		} else {
+			r.status["parents"] = parents
+		}
 	}
 }
 
@@ -293,15 +452,76 @@ func (w *world) effectiveRoute() bool {
 	return false
 }
 
-// aiGatewayRoutes is AI Gateway's route controller: it accepts every
-// AIGatewayRoute once it has generated its HTTPRoute. Acceptance says
-// nothing about the sidecar (ai-gateway internal/controller/controller.go).
+// aiGatewayRoutes is AI Gateway's route controller. For each
+// AIGatewayRoute it builds the HTTPRoute of the same name and namespace,
+// whose rules carry the backendRef of each named AIServiceBackend (failing
+// if one is missing) and whose parentRefs are the route's, creates or
+// updates it (keeping its status, which is Envoy Gateway's) under a
+// controller reference, then needs every parent Gateway to exist; it sets
+// Accepted=True when all of that succeeded, and otherwise NotAccepted
+// (ai-gateway v1.0.0 internal/controller/ai_gateway_route.go,
+// syncAIGatewayRoute, newHTTPRoute, syncGateways; controller.go,
+// newConditions). Acceptance says nothing about the sidecar.
 func (w *world) aiGatewayRoutes() {
-	for _, o := range w.remote {
-		if o.manifest["kind"] == "AIGatewayRoute" {
-			o.status["conditions"] = []any{map[string]any{"type": "Accepted", "status": "True", "reason": "ReconciliationSucceeded"}}
+	for _, k := range sortedKeys(w.remote) {
+		r := w.remote[k]
+		if r.manifest["kind"] != "AIGatewayRoute" {
+			continue
+		}
+		c := cond("Accepted", true, "ReconciliationSucceeded", "AI Gateway Route reconciled successfully")
+		if err := w.syncAIGatewayRoute(r); err != "" {
+			c = cond("NotAccepted", false, "ReconciliationFailed", err)
+		}
+		r.status["conditions"] = []any{c}
+	}
+}
+
+// syncAIGatewayRoute writes the generated HTTPRoute and reports what
+// failed, if anything.
+func (w *world) syncAIGatewayRoute(route *remoteObject) string {
+	ns, name := metaOf(route.manifest)
+	spec := obj(route.manifest["spec"])
+	var rules []any
+	for _, rl := range list(spec["rules"]) {
+		rule := obj(rl)
+		var refs []any
+		for _, b := range list(rule["backendRefs"]) {
+			br := obj(b)
+			asb := w.remote[remoteKey("AIServiceBackend", ns, str(br["name"]))]
+			if asb == nil {
+				return fmt.Sprintf("failed to construct a new HTTPRoute: failed to get AIServiceBackend %s.%s: AIServiceBackend %s.%s not found", br["name"], ns, br["name"], ns)
+			}
+			ref := deepCopy(obj(obj(asb.manifest["spec"])["backendRef"]))
+			if wt, ok := br["weight"]; ok {
+				ref["weight"] = wt
+			}
+			refs = append(refs, ref)
+		}
+		rules = append(rules, map[string]any{"backendRefs": refs, "matches": deepCopy(rule["matches"])})
+	}
+	rules = append(rules, map[string]any{"name": "route-not-found"})
+	m := map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{"gateway.envoyproxy.io/ai-gateway-generated": "true"}},
+		"spec":     map[string]any{"parentRefs": deepCopy(spec["parentRefs"]), "rules": rules},
+	}
+	key := remoteKey("HTTPRoute", ns, name)
+	if h := w.remote[key]; h != nil {
+		h.manifest = m // Update keeps the status and the owner it was created with
+	} else {
+		w.create(key, m, route.uid)
+	}
+	for _, p := range list(spec["parentRefs"]) {
+		pr := obj(p)
+		pns := ns
+		if n := str(pr["namespace"]); n != "" {
+			pns = n
+		}
+		if w.remote[remoteKey("Gateway", pns, str(pr["name"]))] == nil {
+			return fmt.Sprintf("failed to sync gw pods: gateway %s/%s not found", pns, pr["name"])
 		}
 	}
+	return ""
 }
 
 // aiGateway is one reconcile of AI Gateway's gateway controller: it writes
