@@ -228,3 +228,24 @@ func TestRemovedBackendKeptWhileRouted(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyRotationReapplies: a new version of the control-plane Secret
+// changes the credential Object's spec, so provider-kubernetes applies it
+// again and copies the new key, without the value passing through.
+func TestKeyRotationReapplies(t *testing.T) {
+	version := func(rv string) string {
+		s := secret("key-a", obj{"api-key": apiKeyValue})
+		s["metadata"].(obj)["resourceVersion"] = rv
+		rsp := run(t, newRequest(t, routeXR(backend("a", 0, 1, "key-a")), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": {s}}))
+		m := manifest(rsp, "credential-a")
+		a, _ := m["metadata"].(obj)["annotations"].(obj)
+		v, _ := a["modelplane.ai/api-key-version"].(string)
+		return v
+	}
+	if got := version("41"); got != "41" {
+		t.Errorf("credential annotation = %q, want the Secret's resourceVersion 41", got)
+	}
+	if got := version("42"); got != "42" {
+		t.Errorf("after rotation the credential annotation = %q, want 42", got)
+	}
+}

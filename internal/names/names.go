@@ -59,6 +59,11 @@ const (
 	// FailoverPolicySuffix names the BackendTrafficPolicy: <gateway>-failover.
 	FailoverPolicySuffix = "failover"
 
+	// KeyVersionAnnotation is set on an API-key Secret on the gateway
+	// cluster to the resourceVersion of the control-plane Secret it is
+	// copied from.
+	KeyVersionAnnotation = "modelplane.ai/api-key-version"
+
 	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
 	ClientPolicySuffix = "client"
 

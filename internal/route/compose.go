@@ -144,7 +144,7 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 			continue
 		}
 		set(prefixCredPolicy+be.Name, b.credPolicy(be), b.ready(prefixCredPolicy+be.Name))
-		set(prefixCredential+be.Name, b.credential(be, bs.withKey[be.Name]), bs.delivered[be.Name])
+		set(prefixCredential+be.Name, b.credential(be, bs.withKey[be.Name], bs.versions[be.Name]), bs.delivered[be.Name])
 	}
 }
 
@@ -226,7 +226,10 @@ type backends struct {
 	withKey map[string]bool
 	// delivered: the provider applied the credential with its key.
 	delivered map[string]bool
-	warnings  []string
+	// versions: the resourceVersion of each backend's API-key Secret on
+	// the control plane.
+	versions map[string]string
+	warnings []string
 }
 
 // readBackends sorts the backends by the state of their API keys. A
@@ -235,7 +238,7 @@ type backends struct {
 // already in the observed route stays while its key exists on the control
 // plane, so a provider hiccup never drops it.
 func readBackends(req compose.Request, spec *Spec, route string) backends {
-	bs := backends{withKey: map[string]bool{}, delivered: map[string]bool{}}
+	bs := backends{withKey: map[string]bool{}, delivered: map[string]bool{}, versions: map[string]string{}}
 	inRoute := observedBackendRefs(req)
 	for _, be := range spec.Backends {
 		if be.APIKey == nil {
@@ -245,7 +248,8 @@ func readBackends(req compose.Request, spec *Spec, route string) backends {
 		o, composed := req.Observed[prefixCredential+be.Name]
 		bs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))
 		bs.delivered[be.Name] = composed && o.HasReferences() && o.Reported() && o.SyncedNow()
-		present, problem := apiKey(req, be)
+		present, version, problem := apiKey(req, be)
+		bs.versions[be.Name] = version
 		switch {
 		case problem != "":
 			bs.warnings = append(bs.warnings, problem)
@@ -287,25 +291,27 @@ func observedBackendRefs(req compose.Request) map[string]bool {
 	return out
 }
 
-// apiKey reports whether a backend's API key is there, or a problem that
-// names the backend and the Secret. It never reads the value: the
-// provider copies it. Both are empty while Crossplane has not fetched the
-// Secret yet: that is no problem of the user's, and Crossplane calls the
-// function again with it.
-func apiKey(req compose.Request, be Backend) (bool, string) {
+// apiKey reports whether a backend's API key is there and the Secret's
+// resourceVersion, or a problem that names the backend and the Secret. It
+// never reads the value: the provider copies it. All are empty while
+// Crossplane has not fetched the Secret yet: that is no problem of the
+// user's, and Crossplane calls the function again with it.
+func apiKey(req compose.Request, be Backend) (bool, string, string) {
 	ref := be.APIKey.SecretRef
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {
 	case !resolved:
-		return false, ""
+		return false, "", ""
 	case len(items) == 0:
-		return false, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
+		return false, "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
 	}
+	md, _ := items[0]["metadata"].(map[string]any)
+	version, _ := md["resourceVersion"].(string)
 	data, _ := items[0]["data"].(map[string]any)
 	if v, _ := data[ref.Key].(string); v == "" {
-		return false, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
+		return false, version, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
 	}
-	return true, ""
+	return true, version, ""
 }
 
 // routeAccepted reads whether AI Gateway accepted the observed route.

@@ -210,9 +210,19 @@ type secretManifest struct {
 // AddFinalizer, which provider-kubernetes implements as Update) and once
 // to mark the external create pending. Either would store the key in the
 // Object's spec. Later reconciles only update the Object's status.
-func (b builder) credential(be Backend, withKey bool) *remote.Object {
+//
+// The manifest carries the control-plane Secret's resourceVersion in an
+// annotation, so a rotated key changes the Object's spec and the provider
+// applies it again at once, instead of at its next drift check (--poll,
+// ten minutes by default in v1.3.1). Watching the Object would do it too,
+// but would make the provider watch every Secret of the gateway cluster.
+func (b builder) credential(be Backend, withKey bool, version string) *remote.Object {
+	md := b.meta(b.child(be.Name))
 	var opts []remote.Option
 	if withKey {
+		if version != "" {
+			md.Annotations = map[string]string{names.KeyVersionAnnotation: version}
+		}
 		ref := be.APIKey.SecretRef
 		opts = append(opts, remote.PatchFrom(remote.PatchesFrom{
 			APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: b.namespace,
@@ -223,7 +233,7 @@ func (b builder) credential(be Backend, withKey bool) *remote.Object {
 	return b.wrap(&secretManifest{
 		APIVersion: "v1",
 		Kind:       "Secret",
-		Metadata:   b.meta(b.child(be.Name)),
+		Metadata:   md,
 		Type:       "Opaque",
 	}, opts...)
 }

@@ -512,9 +512,36 @@ func (w *world) deleteObject(k string, o *cpObject, owner *xr) {
 	if owner != nil && !owner.deleted && owner.kind == "ModelRoute" && impliedByRoute(owner)[o.resource] {
 		w.violate("invariant 3: %s deleted while %s still names it", o.resource, owner.key())
 	}
+	if m := o.manifest(); owner != nil && !owner.deleted && (m["kind"] == "Backend" || m["kind"] == "AIServiceBackend") && w.routeNames(o) {
+		w.violate("invariant 7: %s deleted while the AIGatewayRoute on the gateway cluster still names it", o.resource)
+	}
 	if o.deletes() && !o.observeOnly() {
 		delete(w.remote, o.remoteKey())
 	}
+}
+
+// routeNames reports whether a live AIGatewayRoute in the Object's
+// namespace has a backendRef with the name of the Object's manifest.
+func (w *world) routeNames(o *cpObject) bool {
+	md, _ := o.manifest()["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	for k, r := range w.remote {
+		if !strings.HasPrefix(k, remoteKey("AIGatewayRoute", ns, "")) {
+			continue
+		}
+		spec, _ := r.manifest["spec"].(map[string]any)
+		rules, _ := spec["rules"].([]any)
+		for _, rule := range rules {
+			refs, _ := rule.(map[string]any)["backendRefs"].([]any)
+			for _, ref := range refs {
+				if ref.(map[string]any)["name"] == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // impliedByRoute is what a ModelRoute's spec implies, computed here
