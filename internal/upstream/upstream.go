@@ -30,7 +30,7 @@ const (
 // API versions of the kinds the function composes.
 var (
 	// GatewayAPIVersion is the Gateway API version of Gateway and HTTPRoute.
-	GatewayAPIVersion = gwapiv1.SchemeGroupVersion.String()
+	GatewayAPIVersion = gwapiv1.GroupVersion.String()
 	// EnvoyGatewayAPIVersion is Envoy Gateway's API version.
 	EnvoyGatewayAPIVersion = egv1a1.GroupVersion.String()
 	// AIGatewayAPIVersion is AI Gateway's storage version at v1.0.0.
