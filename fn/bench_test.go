@@ -11,8 +11,8 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
-func benchmark(b *testing.B, req *fnv1.RunFunctionRequest) {
-	f := New(logging.NewNopLogger())
+func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, opts ...Option) {
+	f := New(logging.NewNopLogger(), opts...)
 	b.ReportAllocs()
 	for b.Loop() {
 		// Crossplane sends a fresh request each time; response.To hands
@@ -34,13 +34,19 @@ func BenchmarkRunFunction(b *testing.B) {
 	benchmarkAll(b)
 }
 
-func benchmarkAll(b *testing.B) {
+// BenchmarkRunFunctionUncached is the same with every Struct built afresh,
+// as on a composite's first reconcile or after its spec changed.
+func BenchmarkRunFunctionUncached(b *testing.B) {
+	benchmarkAll(b, WithoutStructCache())
+}
+
+func benchmarkAll(b *testing.B, opts ...Option) {
 	b.Run("InferenceGateway", func(b *testing.B) {
-		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil))
+		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil), opts...)
 	})
 	for _, n := range []int{1, route.MaxBackends} {
 		b.Run(fmt.Sprintf("ModelRoute/backends=%d", n), func(b *testing.B) {
-			benchmark(b, routeRequest(b, n))
+			benchmark(b, routeRequest(b, n), opts...)
 		})
 	}
 }
