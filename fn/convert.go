@@ -18,7 +18,16 @@ const maxCachedBytes = 32 << 20
 // structCache remembers the Struct built for each JSON encoding. A
 // composite's desired objects are the same on almost every reconcile, and
 // building a Struct costs several times more than encoding the typed object
-// to JSON, which is the key. The Structs it returns are shared between
+// to JSON, which is the key. It holds no secret: API keys never reach a
+// desired object (route.builder.credential).
+//
+// Why not the SDK's helpers (runtime.DefaultUnstructuredConverter into
+// composed.Unstructured, response.SetDesiredComposedResources, which calls
+// structpb.NewStruct, and request.GetObservedComposedResources, which
+// converts every observed Object with AsMap): measured with
+// BenchmarkRunFunction, 6 runs each, on 2 cores under load, that path cost
+// 3.14 ms against 0.85 ms for a 16-backend ModelRoute (16.1k against 2.6k
+// allocations) and 513 µs against 191 µs for an InferenceGateway. The Structs it returns are shared between
 // responses and must never be changed: gRPC only reads them, and protobuf
 // messages are safe to marshal from several goroutines at once.
 type structCache struct {

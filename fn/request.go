@@ -37,9 +37,10 @@ func observe(req *fnv1.RunFunctionRequest, in *v1beta1.Input) (compose.Request, 
 		}
 		v.Observed[name] = o
 	}
-	// Required resources are read straight from their Structs: the SDK's
-	// helper round-trips each one through JSON, which costs as much as the
-	// rest of a reconcile when a route has many API-key Secrets.
+	// Required resources are read straight from their Structs. The SDK's
+	// request.GetRequiredResources does the same AsMap (function-sdk-go
+	// v0.7.1 resource.AsObject takes the unstructured path, no JSON);
+	// this only skips building an Unstructured around each map.
 	for name, rs := range req.GetRequiredResources() {
 		list := make([]map[string]any, len(rs.GetItems()))
 		for i, it := range rs.GetItems() {

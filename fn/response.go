@@ -104,8 +104,10 @@ func carryForward(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, v
 
 // writeComposite merges the composer's status into the desired composite
 // and sets its readiness. Crossplane honours only the status of a desired
-// composite. It works on the Struct in place: the SDK's helpers round-trip
-// the whole composite through JSON twice.
+// composite. It sets the status fields on the desired Struct in place
+// rather than converting the whole desired composite to a map and back
+// with request.GetDesiredCompositeResource and
+// response.SetDesiredCompositeResource (AsMap and NewStruct; no JSON).
 func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
 	if rsp.Desired.Composite == nil {
 		rsp.Desired.Composite = &fnv1.Resource{}
