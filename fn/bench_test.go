@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )

@@ -8,10 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"

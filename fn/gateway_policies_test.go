@@ -39,19 +39,19 @@ func TestGatewayPolicies(t *testing.T) {
 	ctp := func(limit string) egv1a1.ClientTrafficPolicySpec {
 		return egv1a1.ClientTrafficPolicySpec{
 			PolicyTargetReferences: target,
-			Connection:             &egv1a1.ClientConnection{BufferLimit: ptr.To(resource.MustParse(limit))},
+			Connection:             &egv1a1.ClientConnection{BufferLimit: new(resource.MustParse(limit))},
 			HTTP2: &egv1a1.HTTP2Settings{
-				InitialStreamWindowSize:     ptr.To(resource.MustParse("16Mi")),
-				InitialConnectionWindowSize: ptr.To(resource.MustParse("24Mi")),
+				InitialStreamWindowSize:     new(resource.MustParse("16Mi")),
+				InitialConnectionWindowSize: new(resource.MustParse("24Mi")),
 			},
 		}
 	}
-	btp := func(retries int32, on *egv1a1.RetryOn, panic uint32) egv1a1.BackendTrafficPolicySpec {
+	btp := func(retries int32, on *egv1a1.RetryOn, threshold uint32) egv1a1.BackendTrafficPolicySpec {
 		return egv1a1.BackendTrafficPolicySpec{
 			PolicyTargetReferences: target,
 			ClusterSettings: egv1a1.ClusterSettings{
-				Retry:       &egv1a1.Retry{NumRetries: ptr.To(retries), NumAttemptsPerPriority: ptr.To[int32](1), RetryOn: on},
-				HealthCheck: &egv1a1.HealthCheck{Passive: passive, PanicThreshold: ptr.To(panic)},
+				Retry:       &egv1a1.Retry{NumRetries: new(retries), NumAttemptsPerPriority: ptr.To[int32](1), RetryOn: on},
+				HealthCheck: &egv1a1.HealthCheck{Passive: passive, PanicThreshold: new(threshold)},
 			},
 		}
 	}

@@ -8,9 +8,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
 // Fixtures shared by the tests: observed provider-kubernetes Objects as

@@ -136,17 +136,17 @@ func TestModelRouteProperties(t *testing.T) {
 				t.Errorf("%s: /v1/models lists %v, want exactly [%s]", name, got, rc.model)
 			}
 			tiers := map[int]bool{}
-			max := -1
+			highest := -1
 			for _, ref := range backendRefsRaw(m) {
 				if ref.weight < 1 || ref.weight > 1_000_000 {
 					t.Errorf("%s: backendRef %s has weight %d", name, ref.name, ref.weight)
 				}
 				tiers[ref.priority] = true
-				if ref.priority > max {
-					max = ref.priority
+				if ref.priority > highest {
+					highest = ref.priority
 				}
 			}
-			if max+1 != len(tiers) {
+			if highest+1 != len(tiers) {
 				t.Errorf("%s: priorities %v are not dense from 0", name, tiers)
 			}
 			// A keyed backend joins the route only once its key has

@@ -28,7 +28,7 @@ func TestREADMEConditions(t *testing.T) {
 		for _, r := range rs {
 			row := "| `" + typ + "` | "
 			found := false
-			for _, l := range strings.Split(readme, "\n") {
+			for l := range strings.SplitSeq(readme, "\n") {
 				found = found || strings.HasPrefix(l, row) && strings.Contains(l, "| `"+r+"` |")
 			}
 			if !found {

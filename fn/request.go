@@ -1,9 +1,8 @@
 package fn
 
 import (
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"

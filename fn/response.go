@@ -1,15 +1,15 @@
 package fn
 
 import (
+	"maps"
 	"sort"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
@@ -126,9 +126,7 @@ func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
 			cur = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 			dxr.Resource.Fields["status"] = structpb.NewStructValue(cur)
 		}
-		for k, v := range st.GetFields() {
-			cur.Fields[k] = v
-		}
+		maps.Copy(cur.Fields, st.GetFields())
 	}
 	if !res.Ready {
 		dxr.Ready = fnv1.Ready_READY_FALSE

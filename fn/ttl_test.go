@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crossplane/function-sdk-go/response"
 	"github.com/google/go-cmp/cmp"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/response"
 )
 
 func TestTTL(t *testing.T) {

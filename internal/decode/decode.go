@@ -41,8 +41,7 @@ func Bytes(what, prefix string, b []byte, into any) error {
 // FieldError rewrites a JSON decoding error so that it names the field path,
 // what was found there, and what was expected.
 func FieldError(what, prefix string, err error) error {
-	var te *json.UnmarshalTypeError
-	if stderrors.As(err, &te) {
+	if te, ok := stderrors.AsType[*json.UnmarshalTypeError](err); ok {
 		field := te.Field
 		if prefix != "" && field != "" {
 			field = prefix + "." + field

@@ -44,10 +44,10 @@ func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
 		Group:     ptr.To(gwapiv1.Group(upstream.GatewayAPIGroup)),
 		Kind:      ptr.To(gwapiv1.Kind("Gateway")),
 		Name:      gwapiv1.ObjectName(in.GatewayName),
-		Namespace: ptr.To(gwapiv1.Namespace(in.GatewayNamespace)),
+		Namespace: new(gwapiv1.Namespace(in.GatewayNamespace)),
 	}
 	if sectionName != "" {
-		p.SectionName = ptr.To(gwapiv1.SectionName(sectionName))
+		p.SectionName = new(gwapiv1.SectionName(sectionName))
 	}
 	return p
 }
@@ -96,13 +96,13 @@ func (b builder) envoyProxy() *remote.Object {
 				Type: egv1a1.EnvoyProxyProviderTypeKubernetes,
 				Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
 					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
-						Name:     ptr.To(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
-						Replicas: ptr.To(b.spec.ReplicaCount()),
+						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
+						Replicas: new(b.spec.ReplicaCount()),
 					},
 					// One pod may be drained at a time; the rollout rule
 					// keeps GatewayReady True while the other serves.
 					EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{
-						MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+						MaxUnavailable: new(intstr.FromInt32(1)),
 					},
 				},
 			},
@@ -130,7 +130,7 @@ func (b builder) gateway() *remote.Object {
 		}
 		listeners = append(listeners, gwapiv1.Listener{
 			Name:          ListenerHTTPS,
-			Hostname:      ptr.To(gwapiv1.Hostname(b.spec.Hostname)),
+			Hostname:      new(gwapiv1.Hostname(b.spec.Hostname)),
 			Port:          portHTTPS,
 			Protocol:      gwapiv1.HTTPSProtocolType,
 			TLS:           &gwapiv1.ListenerTLSConfig{Mode: ptr.To(gwapiv1.TLSModeTerminate), CertificateRefs: refs},
@@ -214,7 +214,7 @@ func (b builder) failoverPolicy() *remote.Object {
 			PolicyTargetReferences: b.gatewayTarget(),
 			ClusterSettings: egv1a1.ClusterSettings{
 				Retry: &egv1a1.Retry{
-					NumRetries:             ptr.To(b.spec.NumRetries()),
+					NumRetries:             new(b.spec.NumRetries()),
 					NumAttemptsPerPriority: ptr.To[int32](1),
 					RetryOn:                b.spec.RetryOn(),
 				},
@@ -225,7 +225,7 @@ func (b builder) failoverPolicy() *remote.Object {
 						BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
 						MaxEjectionPercent:   ptr.To[int32](100),
 					},
-					PanicThreshold: ptr.To(uint32(b.spec.PanicThreshold())),
+					PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
 				},
 			},
 		},
@@ -246,8 +246,8 @@ func (b builder) clientPolicy() *remote.Object {
 			PolicyTargetReferences: b.gatewayTarget(),
 			Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},
 			HTTP2: &egv1a1.HTTP2Settings{
-				InitialStreamWindowSize:     ptr.To(http2StreamWindow),
-				InitialConnectionWindowSize: ptr.To(http2ConnectionWindow),
+				InitialStreamWindowSize:     new(http2StreamWindow),
+				InitialConnectionWindowSize: new(http2ConnectionWindow),
 			},
 		},
 	})

@@ -1,4 +1,4 @@
-// Package gateway composes an InferenceGateway: the Envoy Gateway Gateway and
+// Package gateway composes an InferenceGateway: the Envoy Gateway and
 // EnvoyProxy, the backend-free anchor route that keeps AI Gateway's ext-proc
 // sidecar injected, the failover policy, and an observe-only Object on the
 // Envoy Deployment whose rollout decides GatewayReady.
@@ -174,7 +174,8 @@ func ReadSpec(xr map[string]any) (*Spec, error) {
 	if err := decode.Into("InferenceGateway", "spec", xr["spec"], s); err != nil {
 		return nil, err
 	}
-	return s, s.validate()
+	err := s.validate()
+	return s, err
 }
 
 // TLSEnabled reports whether the gateway terminates TLS.

@@ -105,8 +105,8 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 		brs[i] = aigv1b1.AIGatewayRouteRuleBackendRef{
 			Name:              b.child(r.backend.Name),
 			ModelNameOverride: r.backend.ModelNameOverride,
-			Weight:            ptr.To(r.weight),
-			Priority:          ptr.To(r.tier),
+			Weight:            new(r.weight),
+			Priority:          new(r.tier),
 		}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIGatewayRouteSpec]{
@@ -120,8 +120,8 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 					Type: ptr.To(gwapiv1.HeaderMatchExact), Name: names.ModelHeader, Value: model,
 				}}}},
 				BackendRefs:   brs,
-				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: ptr.To(gwapiv1.Duration(b.spec.requestTimeout()))},
-				ModelsOwnedBy: ptr.To(b.namespace),
+				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: new(gwapiv1.Duration(b.spec.requestTimeout()))},
+				ModelsOwnedBy: new(b.namespace),
 			}},
 			// Token usage, for rate limits and cost reporting.
 			LLMRequestCosts: []aigv1b1.LLMRequestCost{
@@ -143,7 +143,7 @@ func (b builder) backend(be Backend) *remote.Object {
 	if be.tls() {
 		spec.TLS = &egv1a1.BackendTLSSettings{
 			WellKnownCACertificates: ptr.To(gwapiv1.WellKnownCACertificatesSystem),
-			SNI:                     ptr.To(gwapiv1.PreciseHostname(be.Endpoint.Hostname)),
+			SNI:                     new(gwapiv1.PreciseHostname(be.Endpoint.Hostname)),
 		}
 	}
 	return b.wrap(&remote.Manifest[egv1a1.BackendSpec]{
@@ -227,7 +227,7 @@ func (b builder) credential(be Backend, withKey bool, version string) *remote.Ob
 		opts = append(opts, remote.PatchFrom(remote.PatchesFrom{
 			APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: b.namespace,
 			// Brackets, because a Secret key may hold dots.
-			FieldPath: ptr.To("data[" + ref.Key + "]"),
+			FieldPath: new("data[" + ref.Key + "]"),
 		}, "data."+apiKeyInSecret))
 	}
 	return b.wrap(&secretManifest{

@@ -139,7 +139,8 @@ func ReadSpec(xr map[string]any) (*Spec, error) {
 	if err := decode.Into("ModelRoute", "spec", xr["spec"], s); err != nil {
 		return nil, err
 	}
-	return s, s.validate()
+	err := s.validate()
+	return s, err
 }
 
 func (s *Spec) validate() error {
@@ -179,6 +180,15 @@ func (s *Spec) validate() error {
 }
 
 func (b Backend) validate(f string) error {
+	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey} {
+		if err := check(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b Backend) validateEndpoint(f string) error {
 	h := b.Endpoint.Hostname
 	// Envoy Gateway emits one STRICT_DNS cluster with per-priority
 	// localities for FQDN endpoints; an IP makes an EDS cluster instead.
@@ -191,6 +201,10 @@ func (b Backend) validate(f string) error {
 	if p := b.Endpoint.Port; p != nil && (*p < 1 || *p > 65535) {
 		return errors.Errorf("%s.endpoint.port is %d; use 1 to 65535", f, *p)
 	}
+	return nil
+}
+
+func (b Backend) validateSchema(f string) error {
 	known := false
 	for _, s := range schemas {
 		known = known || string(s) == b.Schema.Name
@@ -198,12 +212,20 @@ func (b Backend) validate(f string) error {
 	if !known {
 		return errors.Errorf("%s.schema.name %q is not a schema AI Gateway knows; use one of %v", f, b.Schema.Name, schemas)
 	}
+	return nil
+}
+
+func (b Backend) validateTier(f string) error {
 	if p := b.Priority; p != nil && (*p < 0 || *p > MaxPriority) {
 		return errors.Errorf("%s.priority is %d; use 0 (preferred) to %d", f, *p, MaxPriority)
 	}
 	if w := b.Weight; w != nil && (*w < 1 || *w > MaxWeight) {
 		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, MaxWeight)
 	}
+	return nil
+}
+
+func (b Backend) validateAPIKey(f string) error {
 	if k := b.APIKey; k != nil {
 		if _, ok := credentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
 			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), which this function does not compose; remove apiKey, or use an OpenAI-compatible endpoint that takes a key", f, b.Schema.Name)

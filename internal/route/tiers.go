@@ -39,8 +39,9 @@ func tiers(usable []Backend) ([]ref, []TierStatus) {
 			end++
 		}
 		t := len(status)
+		tier := uint32(t) //nolint:gosec // at most MaxBackends tiers
 		for _, b := range sorted[start:end] {
-			refs = append(refs, ref{backend: b, tier: uint32(t), weight: b.weight() / g})
+			refs = append(refs, ref{backend: b, tier: tier, weight: b.weight() / g})
 		}
 		status = append(status, TierStatus{Tier: t, Priority: sorted[start].priority(), Backends: end - start})
 		start = end

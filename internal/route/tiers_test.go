@@ -6,11 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/utils/ptr"
 )
 
 func be(name string, priority, weight int32) Backend {
-	return Backend{Name: name, Priority: ptr.To(priority), Weight: ptr.To(weight)}
+	return Backend{Name: name, Priority: new(priority), Weight: new(weight)}
 }
 
 func TestTiers(t *testing.T) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -138,7 +139,8 @@ func betaValidate(t *testing.T, cache string, extensions, resources []string) (s
 	out := string(b)
 	code := 0
 	if err != nil {
-		ee, ok := err.(*exec.ExitError)
+		ee := &exec.ExitError{}
+		ok := errors.As(err, &ee)
 		if !ok {
 			t.Fatalf("cannot run crossplane %s: %v", strings.Join(args, " "), err)
 		}

@@ -143,7 +143,7 @@ func peakRSS(t *testing.T, pid int) int {
 		t.Logf("cannot read peak RSS: %v", err)
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
+	for l := range strings.SplitSeq(string(b), "\n") {
 		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
 			n, _ := strconv.Atoi(f[1])
 			return n
@@ -160,10 +160,7 @@ type stats struct {
 }
 
 func (s stats) p(q int) time.Duration {
-	i := (len(s.lat)*q)/100 - 1
-	if i < 0 {
-		i = 0
-	}
+	i := max((len(s.lat)*q)/100-1, 0)
 	return s.lat[i]
 }
 
@@ -187,9 +184,7 @@ func fire(t *testing.T, addr string, creds credentials.TransportCredentials, req
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	for i := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			e := reqs[i%len(reqs)]
 			<-gate
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -201,7 +196,7 @@ func fire(t *testing.T, addr string, creds credentials.TransportCredentials, req
 				err = e.check(rsp)
 			}
 			errs[i] = err
-		}()
+		})
 	}
 	t0 := time.Now()
 	close(gate)
@@ -297,7 +292,7 @@ func docs(t *testing.T, path string) []map[string]any {
 		t.Fatal(err)
 	}
 	var out []map[string]any
-	for _, d := range bytes.Split(b, []byte("\n---")) {
+	for d := range bytes.SplitSeq(b, []byte("\n---")) {
 		m := map[string]any{}
 		if err := yaml.Unmarshal(d, &m); err != nil {
 			t.Fatalf("cannot parse %s: %v", path, err)

@@ -13,9 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/fn"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -238,7 +237,7 @@ func (w *world) resolveReferences(o *cpObject) (map[string]any, bool, string) {
 // knows string keys only, which is all the model's references use.
 func splitPath(p string) []string {
 	var out []string
-	for _, part := range strings.Split(p, ".") {
+	for part := range strings.SplitSeq(p, ".") {
 		for part != "" {
 			i := strings.IndexByte(part, '[')
 			if i < 0 {
@@ -295,9 +294,7 @@ func (w *world) read(key string) map[string]any {
 		return nil
 	}
 	out := map[string]any{}
-	for k, v := range r.manifest {
-		out[k] = v
-	}
+	maps.Copy(out, r.manifest)
 	out["status"] = r.status
 	// JSON shape, as the provider reads it.
 	b, _ := json.Marshal(out)
@@ -345,9 +342,7 @@ func (x *xr) object() map[string]any {
 	}
 	o := map[string]any{"apiVersion": api, "kind": x.kind, "metadata": md, "spec": x.spec}
 	st := map[string]any{}
-	for k, v := range x.status {
-		st[k] = v
-	}
+	maps.Copy(st, x.status)
 	var conds []any
 	for _, t := range sortedKeys(x.conditions) {
 		c := x.conditions[t]

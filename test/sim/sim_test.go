@@ -194,12 +194,11 @@ type scenario struct {
 	name string
 	// fresh scenarios start from nothing, in the given order of the race
 	// between the first pods and AI Gateway's filter-config Secret.
-	fresh         bool
-	secretFirst   bool
-	watchOff      bool
-	disturb       func(w *world)
-	singleOutage  bool // invariant 2 applies
-	disturbLength int
+	fresh        bool
+	secretFirst  bool
+	watchOff     bool
+	disturb      func(w *world)
+	singleOutage bool // invariant 2 applies
 }
 
 var scenarios = []scenario{

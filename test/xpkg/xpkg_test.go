@@ -353,7 +353,7 @@ func TestDockerfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			top := strings.Split(filepath.ToSlash(rel), "/")[0]
+			top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
 			if !slices.Contains(copied, top) {
 				missing = append(missing, filepath.ToSlash(rel))
 			}
@@ -800,7 +800,7 @@ func (d dockerfile) stage(t *testing.T, name string) stage {
 
 // image returns the stage's base image, without FROM's flags or AS.
 func (s stage) image() string {
-	for _, f := range strings.Fields(s.from) {
+	for f := range strings.FieldsSeq(s.from) {
 		if !strings.HasPrefix(f, "--") {
 			return f
 		}

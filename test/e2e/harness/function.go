@@ -78,7 +78,7 @@ func startFunction(ctx context.Context, bin string) (*Function, error) {
 	for {
 		select {
 		case <-f.exited:
-			return nil, fmt.Errorf("cannot start the function on %s: it exited (%v):\n%s", addr, f.err, f.out.String())
+			return nil, fmt.Errorf("cannot start the function on %s: it exited (%w):\n%s", addr, f.err, f.out.String())
 		case <-ctx.Done():
 			_ = f.Stop()
 			return nil, fmt.Errorf("cannot start the function on %s: %w", addr, ctx.Err())
@@ -129,7 +129,11 @@ func freePort() (int, error) {
 		return 0, fmt.Errorf("cannot find a free port: %w", err)
 	}
 	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("cannot find a free port: %v is not a TCP address", l.Addr())
+	}
+	return a.Port, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's writes and our reads.

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"encoding/json"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,10 @@ func (k coreKind) validate(root *field.Path, obj map[string]any) field.ErrorList
 // secretKeys checks a Secret's keys as the API server does: each must be a
 // valid ConfigMap key.
 func secretKeys(root *field.Path, obj metav1.Object) field.ErrorList {
-	s := obj.(*corev1.Secret)
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return field.ErrorList{field.InternalError(root, fmt.Errorf("%T is not a Secret", obj))}
+	}
 	var errs field.ErrorList
 	for k := range s.Data {
 		for _, msg := range utilvalidation.IsConfigMapKey(k) {

@@ -207,35 +207,42 @@ func scan(b []byte) ([]schema.GroupKind, bool) {
 
 // scanCRD finds spec.group and spec.names.kind in one CRD document.
 func scanCRD(doc []byte) (schema.GroupKind, bool) {
-	var (
-		gk              schema.GroupKind
-		inSpec, inNames bool
-	)
-	for len(doc) > 0 && (gk.Group == "" || gk.Kind == "") {
+	var sc crdScanner
+	for len(doc) > 0 && (sc.gk.Group == "" || sc.gk.Kind == "") {
 		line := doc
 		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
 			line, doc = doc[:i], doc[i+1:]
 		} else {
 			doc = nil
 		}
-		l := string(line)
-		switch {
-		case l == "spec:":
-			inSpec = true
-		case inSpec && !strings.HasPrefix(l, " ") && l != "":
-			inSpec, inNames = false, false
-		case inSpec && strings.HasPrefix(l, "  group: "):
-			gk.Group = unquote(strings.TrimPrefix(l, "  group: "))
-		case inSpec && l == "  names:":
-			inNames = true
-		case inNames && strings.HasPrefix(l, "    kind: "):
-			gk.Kind = unquote(strings.TrimPrefix(l, "    kind: "))
-			inNames = false
-		case inNames && !strings.HasPrefix(l, "    "):
-			inNames = false
-		}
+		sc.line(string(line))
 	}
-	return gk, gk.Group != "" && gk.Kind != ""
+	return sc.gk, sc.gk.Group != "" && sc.gk.Kind != ""
+}
+
+// crdScanner follows a CRD document line by line, as far as spec.group and
+// spec.names.kind.
+type crdScanner struct {
+	gk              schema.GroupKind
+	inSpec, inNames bool
+}
+
+func (sc *crdScanner) line(l string) {
+	switch {
+	case l == "spec:":
+		sc.inSpec = true
+	case sc.inSpec && !strings.HasPrefix(l, " ") && l != "":
+		sc.inSpec, sc.inNames = false, false
+	case sc.inSpec && strings.HasPrefix(l, "  group: "):
+		sc.gk.Group = unquote(strings.TrimPrefix(l, "  group: "))
+	case sc.inSpec && l == "  names:":
+		sc.inNames = true
+	case sc.inNames && strings.HasPrefix(l, "    kind: "):
+		sc.gk.Kind = unquote(strings.TrimPrefix(l, "    kind: "))
+		sc.inNames = false
+	case sc.inNames && !strings.HasPrefix(l, "    "):
+		sc.inNames = false
+	}
 }
 
 func unquote(s string) string {

@@ -259,6 +259,22 @@ func (v *Validator) validateIdentity(root *field.Path, m map[string]any) field.E
 	return nil
 }
 
+// nameFromGenerateName names an object from its generateName, as the API
+// server does before it validates it (k8s.io/apiserver
+// pkg/registry/rest/create.go, BeforeCreate), with a random five-character
+// suffix after at most 58 characters of generateName
+// (pkg/storage/names/generate.go). Composed resources come with
+// generateName only; a fixed suffix keeps the result stable.
+func nameFromGenerateName(u *unstructured.Unstructured) {
+	if u.GetName() == "" && u.GetGenerateName() != "" {
+		base := u.GetGenerateName()
+		if len(base) > maxGeneratedNameBase {
+			base = base[:maxGeneratedNameBase]
+		}
+		u.SetName(base + "x0x0x")
+	}
+}
+
 // IsObject reports whether gvk is provider-kubernetes' Object, namespaced
 // (kubernetes.m.crossplane.io) or cluster-scoped (kubernetes.crossplane.io).
 func IsObject(gvk schema.GroupVersionKind) bool {
@@ -286,19 +302,7 @@ func (v *Validator) validate(ctx context.Context, root *field.Path, in map[strin
 		return nil, field.ErrorList{field.InternalError(root, err)}
 	}
 
-	// The API server names an object from its generateName before it
-	// validates it (k8s.io/apiserver pkg/registry/rest/create.go,
-	// BeforeCreate), with a random five-character suffix after at most 58
-	// characters of generateName (pkg/storage/names/generate.go).
-	// Composed resources come with generateName only; a fixed suffix keeps
-	// the result stable.
-	if u.GetName() == "" && u.GetGenerateName() != "" {
-		base := u.GetGenerateName()
-		if len(base) > maxGeneratedNameBase {
-			base = base[:maxGeneratedNameBase]
-		}
-		u.SetName(base + "x0x0x")
-	}
+	nameFromGenerateName(u)
 
 	// Decoding: the API server drops unknown fields, in ObjectMeta, in the
 	// schema's properties and in embedded resources' ObjectMeta. Each one

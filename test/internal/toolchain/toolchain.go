@@ -97,7 +97,7 @@ func Build(ctx context.Context, dir, out string, args ...string) error {
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cannot build %s in %s: %v\n%s", args[len(args)-1], dir, err, b)
+		return fmt.Errorf("cannot build %s in %s: %w\n%s", args[len(args)-1], dir, err, b)
 	}
 	return os.Rename(tmp.Name(), out)
 }

@@ -26,7 +26,7 @@ import (
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./test/e2e/cmd/render [composite | composite/scenario]...\n")
+		_, _ = fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./test/e2e/cmd/render [composite | composite/scenario]...\n")
 		flag.PrintDefaults()
 	}
 	verbose := flag.Bool("v", false, "Print the crossplane render command line of each scenario, and the function's log, if any, at the end.")
