@@ -33,6 +33,7 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -266,8 +267,17 @@ func requests(t *testing.T, root string) []expectation {
 		RequiredResources: map[string]*fnv1.Resources{},
 	}
 	for _, o := range ex("route/ready/observed.yaml") {
-		if n := name(o); n == "namespace" || n == "route" {
+		switch n := name(o); n {
+		case "namespace", "route", "httproute":
 			rt.Observed.Resources[n] = &fnv1.Resource{Resource: st(t, o)}
+		case "credential-openrouter":
+			// Every keyed backend's key has reached the gateway cluster,
+			// so each one is in the route.
+			for _, b := range backends {
+				if bn := b.(map[string]any)["name"].(string); b.(map[string]any)["apiKey"] != nil {
+					rt.Observed.Resources["credential-"+bn] = &fnv1.Resource{Resource: st(t, o)}
+				}
+			}
 		}
 	}
 	for _, r := range ex("route/ready/required.yaml") {
@@ -278,10 +288,11 @@ func requests(t *testing.T, root string) []expectation {
 		rt.RequiredResources[key] = &fnv1.Resources{Items: []*fnv1.Resource{{Resource: st(t, r)}}}
 	}
 	// 8 plain backends (Backend, AIServiceBackend), 8 with an API key (and a
-	// Secret and a policy), the namespace and the route.
+	// Secret and a policy), the namespace, the route and the observed
+	// HTTPRoute.
 	return []expectation{
-		{req: gw, condition: "GatewayReady", resources: 5},
-		{req: rt, condition: "RoutingReady", resources: 2 + 8*2 + 8*4},
+		{req: gw, condition: "GatewayReady", resources: len(gateway.Resources)},
+		{req: rt, condition: "RoutingReady", resources: 3 + 8*2 + 8*4},
 	}
 }
 
