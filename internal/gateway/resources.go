@@ -229,7 +229,7 @@ func (b builder) failoverPolicy() *remote.Object {
 				},
 			},
 		},
-	})
+	}, remote.ReadyWhen(upstream.CELPolicyAccepted))
 }
 
 // clientPolicy lets whole LLM requests and responses through: AI Gateway's
@@ -250,7 +250,7 @@ func (b builder) clientPolicy() *remote.Object {
 				InitialConnectionWindowSize: new(http2ConnectionWindow),
 			},
 		},
-	})
+	}, remote.ReadyWhen(upstream.CELPolicyAccepted))
 }
 
 // envoyDeployment observes, and only observes, the Envoy Deployment under

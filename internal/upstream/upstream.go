@@ -45,6 +45,13 @@ const (
 	CELHasAddress = "has(object.status) && has(object.status.addresses) && size(object.status.addresses) > 0"
 	// CELAccepted holds once an object's Accepted condition is True.
 	CELAccepted = "has(object.status) && has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"
+	// CELPolicyAccepted holds once an Envoy Gateway policy is Accepted for
+	// an ancestor. Besides the Object's Ready, it keeps provider-kubernetes
+	// looking again every 30 s until Envoy Gateway has accepted the policy:
+	// a Ready Object is re-read only every --poll, ten minutes by default
+	// (provider-kubernetes v1.3.1 internal/controller/namespaced/object/
+	// object.go, the poll interval hook).
+	CELPolicyAccepted = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
 )
 
 // GatewayAddress reads the first non-empty status.addresses[].value of a

@@ -3,9 +3,12 @@ package upstream
 import (
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 )
 
 type obj = map[string]any
@@ -113,5 +116,52 @@ func TestGatewayAddress(t *testing.T) {
 	}
 	if _, err := GatewayAddress(obj{"status": obj{"addresses": "nope"}}); err == nil {
 		t.Error("a malformed status.addresses must be an error")
+	}
+}
+
+// TestCELQueries evaluates each readiness query the way provider-kubernetes
+// does (one variable, object, of any type; v1.3 has no optional types) on
+// objects that should and should not be ready.
+func TestCELQueries(t *testing.T) {
+	env, err := rollout.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := []any{cond("Accepted", "True", "Accepted", "")}
+	cases := map[string]struct {
+		query string
+		obj   obj
+		want  bool
+	}{
+		"AddressNone":            {CELHasAddress, obj{"status": obj{}}, false},
+		"AddressSet":             {CELHasAddress, obj{"status": obj{"addresses": []any{obj{"value": "203.0.113.10"}}}}, true},
+		"AcceptedNone":           {CELAccepted, obj{}, false},
+		"AcceptedTrue":           {CELAccepted, obj{"status": obj{"conditions": accepted}}, true},
+		"PolicyNoStatus":         {CELPolicyAccepted, obj{"spec": obj{}}, false},
+		"PolicyAncestorNoConds":  {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"ancestorRef": obj{"name": "gw"}}}}}, false},
+		"PolicyAncestorAccepted": {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"ancestorRef": obj{"name": "gw"}, "conditions": accepted}}}}, true},
+		"PolicyAncestorRejected": {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"conditions": []any{cond("Accepted", "False", "Invalid", "")}}}}}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ast, iss := env.Compile(tc.query)
+			if iss.Err() != nil {
+				t.Fatalf("cannot compile %q: %v", tc.query, iss.Err())
+			}
+			if ast.OutputType() != cel.BoolType {
+				t.Fatalf("%q returns %s; provider-kubernetes wants bool", tc.query, ast.OutputType())
+			}
+			prg, err := env.Program(ast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := prg.Eval(map[string]any{"object": tc.obj})
+			if err != nil {
+				t.Fatalf("cannot evaluate: %v", err)
+			}
+			if got := out.Value().(bool); got != tc.want {
+				t.Errorf("%q on %v = %v, want %v", tc.query, tc.obj, got, tc.want)
+			}
+		})
 	}
 }
