@@ -179,7 +179,7 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	c.rm = restmapper.NewDeferredDiscoveryRESTMapper(c.disc)
 
 	c.kubeconfig = filepath.Join(dir, "kubeconfig")
-	writeFile(tb, c.kubeconfig, c.kubeconfigFor(apiURL))
+	writeFile(tb, c.kubeconfig, c.kubeconfigFor(apiURL, "admin", c.token))
 
 	// kube-controller-manager, with only the controllers this test needs:
 	// deployment and replicaset roll the Envoy Deployment for real,
@@ -197,8 +197,8 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	return c
 }
 
-// kubeconfigFor returns a kubeconfig for the admin token at server.
-func (c *cluster) kubeconfigFor(server string) []byte {
+// kubeconfigFor returns a kubeconfig for a bearer token at server.
+func (c *cluster) kubeconfigFor(server, user, token string) []byte {
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -207,16 +207,16 @@ clusters:
     server: %s
     certificate-authority-data: %s
 users:
-- name: admin
+- name: %[3]s
   user:
-    token: %s
+    token: %[4]s
 contexts:
 - name: controlplane
   context:
     cluster: controlplane
-    user: admin
+    user: %[3]s
 current-context: controlplane
-`, server, base64.StdEncoding.EncodeToString(c.ca.certPEM), c.token)
+`, server, base64.StdEncoding.EncodeToString(c.ca.certPEM), user, token)
 }
 
 // crdSource is a folder of CRD YAML in a Go module.
@@ -443,8 +443,13 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 
 // startProvider runs provider-kubernetes against the cluster, with watches
 // on so that an Object's spec.watch takes effect (v1.3 defaults the feature
-// off), and gives it a ClusterProviderConfig whose kubeconfig points back
-// at the same API server, which plays the gateway cluster.
+// off) and with --sanitize-secrets, so that a remote Secret's data never
+// lands in an Object's status.atProvider.manifest (object.go,
+// setAtProvider). Its own client, for Objects and their references on the
+// control plane, stays admin: that is Crossplane's side. Its
+// ClusterProviderConfig points back at the same API server, which plays
+// the gateway cluster, with the least-privilege identity of
+// deploy/gateway-cluster-rbac.yaml.
 func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
 	probe := c.ps.freePort()
@@ -452,6 +457,7 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + certs},
 		c.bins["provider-kubernetes"],
 		"--enable-watches",
+		"--sanitize-secrets",
 		"--webhook-port="+strconv.Itoa(webhookPort),
 		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", c.ps.freePort()),
 		"--health-probe-bind-addr="+fmt.Sprintf("127.0.0.1:%d", probe))
@@ -460,9 +466,10 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 		return err == nil, err
 	}))
 
+	sa, token := c.gatewayIdentity(ctx)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: providerConfigName + "-kubeconfig", Namespace: crossplaneNS},
-		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort))},
+		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), sa, token)},
 	}
 	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
 	c.create(ctx, gvrCPC, &unstructured.Unstructured{Object: map[string]any{

@@ -9,12 +9,14 @@
 // kube-controller-manager (Deployment, ReplicaSet, ServiceAccount and
 // garbage-collector controllers), Crossplane core with the function
 // installed as a package from a local OCI registry, provider-kubernetes
-// with watches, and the upstream CRDs of provider-kubernetes, Envoy
-// Gateway, Gateway API and Envoy AI Gateway. Three controllers have no
-// binary here and have small stand-ins (standins_test.go): Envoy Gateway
-// (creates the Envoy Deployment, sets the Gateway's address), Envoy AI
-// Gateway (accepts routes, rolls the ext-proc marker into the Deployment's
-// pod template) and the kubelet (starts pods without a node).
+// with watches, reaching the gateway cluster as the least-privilege
+// ServiceAccount of deploy/gateway-cluster-rbac.yaml, and the upstream
+// CRDs of provider-kubernetes, Envoy Gateway, Gateway API and Envoy AI
+// Gateway. Three controllers have no binary here and have small stand-ins
+// (standins_test.go): Envoy Gateway (creates the Envoy Deployment, sets
+// the Gateway's address), Envoy AI Gateway (accepts routes, rolls the
+// ext-proc marker into the Deployment's pod template) and the kubelet
+// (starts pods without a node).
 //
 // The first run builds every binary, about 10 minutes on two cores with a
 // cold Go cache, and caches them under bin/controlplane at the repository
@@ -105,6 +107,9 @@ func TestControlPlane(t *testing.T) {
 	c.installCRDs(ctx, webhookPort)
 	c.namespace(ctx, gatewayNS)
 	c.namespace(ctx, teamControlNS)
+	// Envoy Gateway's install creates its namespace; the gateway cluster's
+	// RBAC binds a Role in it.
+	c.namespace(ctx, envoyGatewayNS)
 	c.startCrossplane(ctx)
 	c.startProvider(ctx, webhookPort)
 	c.installFunction(ctx)

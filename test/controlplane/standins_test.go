@@ -494,12 +494,11 @@ type standIns struct {
 	kubelet *kubelet
 }
 
-// startStandIns creates the GatewayClass and the Envoy Gateway namespace
-// that an Envoy Gateway install brings, and runs the stand-ins until the
-// test ends. Watches on what each upstream controller watches wake them;
-// a timer covers upstream's requeues.
+// startStandIns creates the GatewayClass that an Envoy Gateway install
+// brings (its namespace is created with the control plane), and runs the
+// stand-ins until the test ends. Watches on what each upstream controller
+// watches wake them; a timer covers upstream's requeues.
 func (c *cluster) startStandIns(ctx context.Context, tb testing.TB) *standIns {
-	c.namespace(ctx, envoyGatewayNS)
 	c.create(ctx, gvrGatewayClass, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
 		"kind":       "GatewayClass",
