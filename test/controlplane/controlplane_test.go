@@ -13,10 +13,11 @@
 // ServiceAccount of deploy/gateway-cluster-rbac.yaml, and the upstream
 // CRDs of provider-kubernetes, Envoy Gateway, Gateway API and Envoy AI
 // Gateway. Three controllers have no binary here and have small stand-ins
-// (standins_test.go): Envoy Gateway (creates the Envoy Deployment, sets
-// the Gateway's address), Envoy AI Gateway (accepts routes, rolls the
-// ext-proc marker into the Deployment's pod template) and the kubelet
-// (starts pods without a node).
+// (standins_test.go, routes_test.go): Envoy Gateway (creates the Envoy
+// Deployment, sets the Gateway's address and the status of policies and
+// HTTPRoutes), Envoy AI Gateway (generates each route's HTTPRoute, accepts
+// routes, rolls the ext-proc marker into the Deployment's pod template)
+// and the kubelet (starts pods without a node).
 //
 // The first run builds every binary, about 10 minutes on two cores with a
 // cold Go cache, and caches them under bin/controlplane at the repository
@@ -146,6 +147,7 @@ func TestControlPlane(t *testing.T) {
 	checks := w.checks
 	w.mu.Unlock()
 	t.Logf("Object Ready vs the function's rollout rule: checked on %d observations of the envoy-deployment Object", checks)
+	t.Logf("changes seen, by resource: %v", w.eventCounts())
 	if all && checks == 0 {
 		t.Errorf("never saw the envoy-deployment Object report a manifest and Ready: the agreement check checked nothing")
 	}
@@ -367,6 +369,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	sc.routesAttached(t)
 
 	// Order, from the recorded timeline: GatewayReady only after the
 	// rollout finished, RoutingReady only after GatewayReady.
@@ -675,6 +678,7 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		{reason: "the ModelRoute is deleted", resource: "modelroutes", namespace: teamControlNS, name: routeName},
 		{reason: "its Objects are garbage-collected", resource: "objects", namespace: teamControlNS},
 		{reason: "its route is deleted", resource: "aigatewayroutes", namespace: w.teamNS},
+		{reason: "its HTTPRoute is garbage-collected with the route that owns it", resource: "httproutes", namespace: w.teamNS},
 		{reason: "its backends are deleted", resource: "backends", namespace: w.teamNS},
 		{reason: "its AI backends are deleted", resource: "aiservicebackends", namespace: w.teamNS},
 		{reason: "its credential policies are deleted", resource: "backendsecuritypolicies", namespace: w.teamNS},
@@ -695,7 +699,7 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		if len(l.Items) > 0 {
 			return fmt.Sprintf("%d Objects left in %s", len(l.Items), teamControlNS)
 		}
-		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
+		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
 			l, err := c.dyn.Resource(gvr).Namespace(w.teamNS).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err.Error()

@@ -146,6 +146,7 @@ type world struct {
 	rtTrans    []transition
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
+	events     map[string]int          // changes seen, by resource
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -172,13 +173,15 @@ const suspectGrace = 15 * time.Second
 // kind the two XRs compose, remotely and as Objects, and the XRs.
 var watchedForDeletion = []schema.GroupVersionResource{
 	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
-	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrDeployment, gvrInferenceGW, gvrModelRoute,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrDeployment, gvrHTTPRoute,
+	gvrInferenceGW, gvrModelRoute,
 }
 
 // watch starts watching and waits until every watcher has listed once.
 func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
-		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}}
+		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{},
+		events: map[string]int{}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	tb.Cleanup(func() { cancel(); wg.Wait() })
@@ -277,6 +280,9 @@ func (w *world) relevant(gvr schema.GroupVersionResource, u *unstructured.Unstru
 
 func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	now := time.Now()
+	w.mu.Lock()
+	w.events[gvr.Resource]++
+	w.mu.Unlock()
 	switch gvr {
 	case gvrObject:
 		w.onObject(u, now)
@@ -464,4 +470,20 @@ func formatTransitions(t0 time.Time, ts []transition) string {
 		fmt.Fprintf(&sb, "  %7.2fs  %s (%s): %s\n", t.at.Sub(t0).Seconds(), t.status, t.reason, t.message)
 	}
 	return sb.String()
+}
+
+// eventCounts renders how many changes the watch saw of each resource.
+func (w *world) eventCounts() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ks := make([]string, 0, len(w.events))
+	for k := range w.events {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, w.events[k])
+	}
+	return strings.Join(parts, ", ")
 }
