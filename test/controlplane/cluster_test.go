@@ -39,10 +39,21 @@ const (
 	providerConfigName = "gpu-cluster-1"
 	functionName       = "function-inference-gateway"
 	crossplaneNS       = "crossplane-system"
-	gatewayNS          = "modelplane-system"    // the Gateway's namespace, and the InferenceGateway's Objects' (example/gateway/composition.yaml's Input)
-	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (the same Input)
+	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (example/gateway/composition.yaml's Input)
 	gatewayClassName   = "envoy"
 	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
+
+	// objectNS holds the InferenceGateway's Objects on the control plane
+	// (the Input's objectNamespace, as example/gateway/composition.yaml
+	// sets it). A platform team creates it beforehand.
+	objectNS = "modelplane-system"
+	// gatewayNS is the Gateway's namespace on the gateway cluster (the
+	// Input's gatewayNamespace). Here the control plane and the gateway
+	// cluster are one API server, so the suite installs the Compositions
+	// with a gatewayNamespace other than objectNS: then nobody but
+	// provider-kubernetes, through the function's gateway-namespace Object,
+	// can have created it.
+	gatewayNS = "modelplane-gateway"
 )
 
 // Resources the test reads and writes.
@@ -612,8 +623,40 @@ func (c *cluster) installExamples(ctx context.Context) {
 		}))
 	}
 	for _, kind := range []string{"gateway", "route"} {
-		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))...)
+		comps := c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))
+		for _, u := range comps {
+			c.setGatewayNamespace(u)
+		}
+		c.apply(ctx, comps...)
 	}
+}
+
+// setGatewayNamespace sets gatewayNamespace to gatewayNS in the Input of
+// every step of a Composition that calls this function, giving a step an
+// Input if it has none. Only that field changes: everything else in the
+// examples is installed as written. The ModelRoute Composition gets it too,
+// because a ModelRoute's parentRefs name the Gateway in the namespace its
+// own Input says (internal/gateway ParentRef).
+func (c *cluster) setGatewayNamespace(comp *unstructured.Unstructured) {
+	if comp.GetKind() != "Composition" {
+		return
+	}
+	steps, _, err := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+	must(c.tb, err)
+	for i, x := range steps {
+		step, _ := x.(map[string]any)
+		if ref, _ := step["functionRef"].(map[string]any); ref["name"] != functionName {
+			continue
+		}
+		in, _ := step["input"].(map[string]any)
+		if in == nil {
+			in = map[string]any{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input"}
+		}
+		in["gatewayNamespace"] = gatewayNS
+		step["input"] = in
+		steps[i] = step
+	}
+	must(c.tb, unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"))
 }
 
 // patchMerge merge-patches an object.

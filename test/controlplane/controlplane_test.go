@@ -53,6 +53,11 @@ const (
 	teamControlNS = "ml-team"    // the ModelRoute's namespace on the control plane
 	apiKeySecret  = "openrouter" // the API-key Secret of the openrouter backend
 	keyedBackend  = "openrouter"
+
+	// resourceGatewayNamespace is the composition resource name of the
+	// InferenceGateway's Object for the gateway namespace. Written out,
+	// not taken from the function, like every name the suite checks.
+	resourceGatewayNamespace = "gateway-namespace"
 )
 
 // Waits. They bound how long the test waits for something that should
@@ -106,10 +111,13 @@ func TestControlPlane(t *testing.T) {
 	c := startCluster(ctx, t, root, bins)
 	webhookPort := c.ps.freePort()
 	c.installCRDs(ctx, webhookPort)
-	c.namespace(ctx, gatewayNS)
+	// Only what a platform team creates beforehand: the control-plane
+	// namespaces of the InferenceGateway's Objects and of the team's
+	// ModelRoutes, and Envoy Gateway's, which its install creates
+	// (crossplane-system comes with Crossplane). The gateway namespace is
+	// provider-kubernetes' to create.
+	c.namespace(ctx, objectNS)
 	c.namespace(ctx, teamControlNS)
-	// Envoy Gateway's install creates its namespace; the gateway cluster's
-	// RBAC binds a Role in it.
 	c.namespace(ctx, envoyGatewayNS)
 	c.startCrossplane(ctx)
 	c.startProvider(ctx, webhookPort)
@@ -246,7 +254,7 @@ func (sc *scenarios) agree(t *testing.T) string {
 	t.Helper()
 	var status string
 	sc.eventually(t, waitSettle, "the function and provider-kubernetes to settle on the same Deployment", func(ctx context.Context) string {
-		obj := sc.composedObject(ctx, gatewayNS, gatewayXRName, gateway.ResourceEnvoyDeployment)
+		obj := sc.composedObject(ctx, objectNS, gatewayXRName, gateway.ResourceEnvoyDeployment)
 		xr := sc.gatewayXR(ctx)
 		if obj == nil || xr == nil {
 			return "no envoy-deployment Object or InferenceGateway yet"
@@ -298,10 +306,17 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	c, w, s := sc.c, sc.w, sc.s
 	s.kubelet.setHold(true)
 
+	// The gateway namespace is the function's to create, through
+	// provider-kubernetes: nothing has made it yet.
+	if _, err := sc.get(sc.ctx, gvrNamespace, "", gatewayNS); !apierrors.IsNotFound(err) {
+		t.Fatalf("the gateway namespace %s exists before the InferenceGateway (%v): the suite must not create it", gatewayNS, err)
+	}
+
 	sc.t0 = time.Now()
 	w.tl.start(sc.t0)
 	w.tl.mark(tlXRCreated, sc.t0)
 	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
+	sc.gatewayNamespaceByProvider(t)
 
 	// Scenario 1: the gateway comes up, and its Deployment rolls the
 	// marker in, but no pod can start. GatewayReady must say False, for

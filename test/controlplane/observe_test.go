@@ -84,7 +84,7 @@ func (tl *timeline) String() string {
 // Timeline entries.
 const (
 	tlXRCreated        = "InferenceGateway created"
-	tlObjectsCreated   = "all 5 gateway Objects composed"
+	tlObjectsCreated   = "all gateway Objects composed"
 	tlGatewayAddress   = "Gateway has status.addresses"
 	tlAnchorAccepted   = "anchor AIGatewayRoute Accepted"
 	tlDeployment       = "Envoy Deployment created"
@@ -146,7 +146,14 @@ type world struct {
 	rtTrans    []transition
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
+	gatewayNS  *firstSight             // the gateway namespace as first seen
 	events     map[string]int          // changes seen, by resource
+}
+
+// firstSight is an object as the watch first saw it.
+type firstSight struct {
+	at       time.Time
+	managers []string // metadata.managedFields, as manager/operation
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -269,7 +276,7 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 func (w *world) relevant(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
 	switch gvr {
 	case gvrNamespace:
-		return u.GetName() == w.teamNS || u.GetName() == teamControlNS || u.GetName() == gatewayNS || u.GetName() == envoyGatewayNS
+		return u.GetName() == w.teamNS || u.GetName() == teamControlNS || u.GetName() == objectNS || u.GetName() == gatewayNS || u.GetName() == envoyGatewayNS
 	case gvrSecret:
 		return u.GetNamespace() == w.teamNS || u.GetNamespace() == teamControlNS
 	case gvrDeployment:
@@ -284,6 +291,14 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	w.events[gvr.Resource]++
 	w.mu.Unlock()
 	switch gvr {
+	case gvrNamespace:
+		if u.GetName() == gatewayNS {
+			w.mu.Lock()
+			if w.gatewayNS == nil {
+				w.gatewayNS = &firstSight{at: now, managers: managers(u)}
+			}
+			w.mu.Unlock()
+		}
 	case gvrObject:
 		w.onObject(u, now)
 	case gvrGateway:
@@ -328,10 +343,10 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 // live object in status.atProvider.manifest and derives Ready from it), so
 // the two must agree at every observation, not just eventually.
 func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
-	if u.GetNamespace() == gatewayNS && u.GetLabels()[labelComposite] == gatewayXRName {
+	if u.GetNamespace() == objectNS && u.GetLabels()[labelComposite] == gatewayXRName {
 		n := 0
 		for _, ou := range w.watchers[gvrObject].list() {
-			if ou.GetNamespace() == gatewayNS && ou.GetLabels()[labelComposite] == gatewayXRName {
+			if ou.GetNamespace() == objectNS && ou.GetLabels()[labelComposite] == gatewayXRName {
 				n++
 			}
 		}
@@ -339,7 +354,7 @@ func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
 			w.tl.mark(tlObjectsCreated, now)
 		}
 	}
-	if res := u.GetAnnotations()[annotationResourceName]; u.GetNamespace() == gatewayNS && res != "" {
+	if res := u.GetAnnotations()[annotationResourceName]; u.GetNamespace() == objectNS && res != "" {
 		st, reason := conditionStatus(u, "Synced"), conditionReason(u, "Synced")
 		msg, _ := condition(u, "Synced")["message"].(string)
 		w.mu.Lock()
