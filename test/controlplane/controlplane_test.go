@@ -2,7 +2,8 @@
 // plane on loopback and drives an InferenceGateway and a ModelRoute
 // through their life: creation, a ModelRoute that arrives while the
 // gateway rolls out, an ext-proc template change, a lost Envoy pod, a lost
-// and restored API-key Secret, and the ModelRoute's deletion.
+// and restored API-key Secret, a rotated API key, and the ModelRoute's
+// deletion.
 //
 // Everything that decides the outcome is real and built from Go modules
 // at pinned versions (see tools/): etcd, kube-apiserver and
@@ -26,10 +27,12 @@ package controlplane
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
@@ -52,6 +56,7 @@ const (
 	routeName     = "qwen3-8b"
 	teamControlNS = "ml-team"    // the ModelRoute's namespace on the control plane
 	apiKeySecret  = "openrouter" // the API-key Secret of the openrouter backend
+	apiKeyField   = "api-key"    // its key holding the API key
 	keyedBackend  = "openrouter"
 
 	// resourceGatewayNamespace is the composition resource name of the
@@ -77,6 +82,14 @@ const (
 const (
 	waitSettle = 3 * time.Minute
 	waitRoute  = 4 * time.Minute
+	// waitRotation bounds how long a rotated API key may take to reach the
+	// gateway cluster. provider-kubernetes v1.3.1 reads a patchesFrom
+	// source at every Observe (object.go, resolveReferencies). An Object
+	// with spec.watch also watches the kinds it references, so a change
+	// comes at once; without it the next Observe of a Ready Object comes
+	// after --poll, 10 minutes by default, give or take the 10% jitter
+	// (cmd/provider/main.go; object.go, WithPollIntervalHook).
+	waitRotation = 12 * time.Minute
 	// coldBuildBudget is what a first run needs before the scenarios start:
 	// building every binary on two cores.
 	coldBuildBudget = 25 * time.Minute
@@ -141,6 +154,7 @@ func TestControlPlane(t *testing.T) {
 		{"3_TemplateChange", sc.templateChange},
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
+		{"5b_APIKeyRotated", sc.keyRotated},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 	} {
 		// Each scenario starts from where the one before left the
@@ -155,6 +169,10 @@ func TestControlPlane(t *testing.T) {
 	checks := w.checks
 	w.mu.Unlock()
 	t.Logf("Object Ready vs the function's rollout rule: checked on %d observations of the envoy-deployment Object", checks)
+	w.mu.Lock()
+	scanned := w.scanned
+	w.mu.Unlock()
+	t.Logf("API keys: looked for in %d observations of Objects and XRs", scanned)
 	t.Logf("changes seen, by resource: %v", w.eventCounts())
 	if all && checks == 0 {
 		t.Errorf("never saw the envoy-deployment Object report a manifest and Ready: the agreement check checked nothing")
@@ -349,6 +367,8 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	// for the gateway.
 	for _, u := range c.readYAMLFile(filepath.Join("example", "route", "ready", "required.yaml")) {
 		if u.GetKind() == "Secret" { // the openrouter backend's API key
+			v, _, _ := unstructured.NestedString(u.Object, "data", apiKeyField)
+			w.forbid("the openrouter API key", v)
 			c.apply(sc.ctx, u)
 		}
 	}
@@ -360,6 +380,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 		}
 		return ""
 	})
+	sc.noSecretsInObjects(t, "once the ModelRoute's objects reach the gateway cluster")
 	sc.eventually(t, waitSettle, "RoutingReady to report WaitingForGateway", func(ctx context.Context) string {
 		r := sc.routeXR(ctx)
 		if st, reason := conditionStatus(r, "RoutingReady"), conditionReason(r, "RoutingReady"); st != "False" || reason != "WaitingForGateway" {
@@ -384,7 +405,12 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	key := sc.controlPlaneKey(t)
+	sc.eventually(t, waitRoute, "the openrouter API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, key)
+	})
 	sc.routesAttached(t)
+	sc.noSecretsInObjects(t, "once the route is served")
 
 	// Order, from the recorded timeline: GatewayReady only after the
 	// rollout finished, RoutingReady only after GatewayReady.
@@ -620,6 +646,7 @@ func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	t.Logf("without the Secret: RoutingReady=%s (%s), status.backends %v", conditionStatus(mr, "RoutingReady"),
 		conditionReason(mr, "RoutingReady"), bs)
 	sc.backendObjectsExist(t, ref)
+	sc.noSecretsInObjects(t, "without the API-key Secret")
 
 	fresh := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
@@ -635,6 +662,42 @@ func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	key := sc.controlPlaneKey(t)
+	sc.eventually(t, waitRoute, "the restored API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, key)
+	})
+	sc.noSecretsInObjects(t, "after the API-key Secret was restored")
+	sc.noDeletions(t)
+	w.check(t)
+}
+
+// keyRotated is scenario 5b: the team rotates the API key in the
+// control plane's Secret. The new key must reach the gateway cluster's
+// Secret, through provider-kubernetes alone, and never an Object.
+func (sc *scenarios) keyRotated(t *testing.T) {
+	c, w := sc.c, sc.w
+	rotated := base64.StdEncoding.EncodeToString([]byte("sk-or-v1-rotated-" + strconv.FormatInt(time.Now().UnixNano(), 36)))
+	w.forbid("the rotated openrouter API key", rotated)
+	start := time.Now()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := sc.get(sc.ctx, gvrSecret, teamControlNS, apiKeySecret)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(s.Object, rotated, "data", apiKeyField); err != nil {
+			return err
+		}
+		_, err = c.dyn.Resource(gvrSecret).Namespace(teamControlNS).Update(sc.ctx, s, metav1.UpdateOptions{})
+		return err
+	}))
+	sc.eventually(t, waitRotation, "the rotated API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, rotated)
+	})
+	t.Logf("the rotated key reached the gateway cluster's Secret %s after the control plane's changed", time.Since(start).Round(time.Millisecond))
+	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
+		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
+	})
+	sc.noSecretsInObjects(t, "after the API key was rotated")
 	sc.noDeletions(t)
 	w.check(t)
 }

@@ -146,6 +146,9 @@ type world struct {
 	rtTrans    []transition
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
+	secrets    []secretValue           // values no Object or XR may ever hold
+	leaked     map[string]bool         // leaks already reported, by object and value
+	scanned    int                     // Object and XR observations checked for secrets
 	gatewayNS  *firstSight             // the gateway namespace as first seen
 	events     map[string]int          // changes seen, by resource
 }
@@ -187,7 +190,7 @@ var watchedForDeletion = []schema.GroupVersionResource{
 // watch starts watching and waits until every watcher has listed once.
 func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
-		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{},
+		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
 		events: map[string]int{}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -290,6 +293,10 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	w.mu.Lock()
 	w.events[gvr.Resource]++
 	w.mu.Unlock()
+	switch gvr {
+	case gvrObject, gvrInferenceGW, gvrModelRoute:
+		w.checkSecrets(gvr, u)
+	}
 	switch gvr {
 	case gvrNamespace:
 		if u.GetName() == gatewayNS {
