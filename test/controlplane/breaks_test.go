@@ -72,9 +72,9 @@ var breaks = []deliberateBreak{{
 		"so that Crossplane deletes it (or never creates it) while the gateway rolls out",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\t\tif len(refs) > 0 {\n",
-		new: "\t\tif !gw.verdict.Ready {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
-			"\t\tif len(refs) > 0 && gw.verdict.Ready {\n",
+		old: "\t\tb.compose(res, model, refs, bs, accepted, served)\n",
+		new: "\t\tif !gw.verdict.Ready {\n\t\t\trefs = nil\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// Scenario 2: the route must reach the gateway cluster at once.
 	caughtBy: "waiting for the model's AIGatewayRoute on the gateway cluster",
@@ -84,11 +84,10 @@ var breaks = []deliberateBreak{{
 		"so that Crossplane garbage-collects it, and the model goes offline, during every rollout",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\t\tif len(refs) > 0 {\n",
-		new: "\t\t_, composed := req.Observed[ResourceRoute]\n" +
-			"\t\tdrop := composed && !gw.verdict.Ready\n" +
-			"\t\tif drop {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
-			"\t\tif len(refs) > 0 && !drop {\n",
+		old: "\t\tb.compose(res, model, refs, bs, accepted, served)\n",
+		new: "\t\tif _, composed := req.Observed[ResourceRoute]; composed && !gw.verdict.Ready {\n" +
+			"\t\t\trefs = nil\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// The deletion watch, from scenario 2 on.
 	caughtBy: "unexpected deletion of aigatewayroutes ",
