@@ -95,9 +95,11 @@ type cluster struct {
 
 	bins map[string]string // tool name -> binary
 
-	apiPort    int
-	token      string
-	kubeconfig string // file, for the processes
+	apiPort     int
+	token       string
+	kubeconfig  string // file, for the processes
+	auditLog    string // the API server's audit log of namespace writes
+	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
 	cfg  *rest.Config
 	dyn  dynamic.Interface
@@ -158,6 +160,23 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	saKey, saPub := serviceAccountKeys(tb, pki)
 	tokens := filepath.Join(pki, "tokens.csv")
 	writeFile(tb, tokens, []byte(c.token+`,admin,admin-uid,"system:masters"`+"\n"))
+	// An audit log of namespace writes only: it says who created the
+	// gateway namespace, with which field manager, which the namespace
+	// itself cannot (an apply of a bare name owns no field, so it leaves
+	// no managedFields entry).
+	auditPolicy := filepath.Join(pki, "audit-policy.yaml")
+	writeFile(tb, auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  verbs: [create, update, patch]
+  resources:
+  - group: ""
+    resources: [namespaces]
+- level: None
+`))
+	c.auditLog = filepath.Join(dir, "audit.log")
 	api := c.ps.start("kube-apiserver", nil, bins["kube-apiserver"],
 		"--etcd-servers="+clientURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -169,6 +188,7 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--audit-policy-file="+auditPolicy, "--audit-log-path="+c.auditLog,
 		"--profiling=false")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", c.apiPort)
 	c.cfg = &rest.Config{
@@ -480,10 +500,11 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 		return err == nil, err
 	}))
 
-	sa, token := c.gatewayIdentity(ctx)
+	user, token := c.gatewayIdentity(ctx)
+	c.gatewayUser = user
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: providerConfigName + "-kubeconfig", Namespace: crossplaneNS},
-		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), sa, token)},
+		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), user, token)},
 	}
 	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
 	c.create(ctx, gvrCPC, &unstructured.Unstructured{Object: map[string]any{

@@ -149,14 +149,7 @@ type world struct {
 	secrets    []secretValue           // values no Object or XR may ever hold
 	leaked     map[string]bool         // leaks already reported, by object and value
 	scanned    int                     // Object and XR observations checked for secrets
-	gatewayNS  *firstSight             // the gateway namespace as first seen
 	events     map[string]int          // changes seen, by resource
-}
-
-// firstSight is an object as the watch first saw it.
-type firstSight struct {
-	at       time.Time
-	managers []string // metadata.managedFields, as manager/operation
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -298,14 +291,6 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 		w.checkSecrets(gvr, u)
 	}
 	switch gvr {
-	case gvrNamespace:
-		if u.GetName() == gatewayNS {
-			w.mu.Lock()
-			if w.gatewayNS == nil {
-				w.gatewayNS = &firstSight{at: now, managers: managers(u)}
-			}
-			w.mu.Unlock()
-		}
 	case gvrObject:
 		w.onObject(u, now)
 	case gvrGateway:
