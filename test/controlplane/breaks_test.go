@@ -91,6 +91,18 @@ var breaks = []deliberateBreak{{
 	}},
 	// The deletion watch, from scenario 2 on.
 	caughtBy: "unexpected deletion of aigatewayroutes ",
+}, {
+	name: "key-reference-at-creation",
+	what: "the API-key Secret's patchesFrom reference added from the credential Object's first composition, " +
+		"so that provider-kubernetes writes the key it patched into the in-memory manifest back into the Object " +
+		"when it adds its finalizer (crossplane-runtime v2.4.0 managed reconciler, AddFinalizer)",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\t\tbs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
+		new: "\t\tbs.withKey[be.Name] = true || composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
+	}},
+	// The world's look at every Object it observes, from scenario 2 on.
+	caughtBy: "holds the openrouter API key",
 }}
 
 // findBreak returns the break named name.
