@@ -72,9 +72,9 @@ var breaks = []deliberateBreak{{
 		"so that Crossplane deletes it (or never creates it) while the gateway rolls out",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\t\tif len(refs) > 0 {\n",
-		new: "\t\tif !gw.verdict.Ready {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
-			"\t\tif len(refs) > 0 && gw.verdict.Ready {\n",
+		old: "\t\tb.compose(res, model, refs, bs, accepted, served)\n",
+		new: "\t\tif !gw.verdict.Ready {\n\t\t\trefs = nil\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// Scenario 2: the route must reach the gateway cluster at once.
 	caughtBy: "waiting for the model's AIGatewayRoute on the gateway cluster",
@@ -84,14 +84,25 @@ var breaks = []deliberateBreak{{
 		"so that Crossplane garbage-collects it, and the model goes offline, during every rollout",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\t\tif len(refs) > 0 {\n",
-		new: "\t\t_, composed := req.Observed[ResourceRoute]\n" +
-			"\t\tdrop := composed && !gw.verdict.Ready\n" +
-			"\t\tif drop {\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
-			"\t\tif len(refs) > 0 && !drop {\n",
+		old: "\t\tb.compose(res, model, refs, bs, accepted, served)\n",
+		new: "\t\tif _, composed := req.Observed[ResourceRoute]; composed && !gw.verdict.Ready {\n" +
+			"\t\t\trefs = nil\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
+			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// The deletion watch, from scenario 2 on.
 	caughtBy: "unexpected deletion of aigatewayroutes ",
+}, {
+	name: "key-reference-at-creation",
+	what: "the API-key Secret's patchesFrom reference added from the credential Object's first composition, " +
+		"so that provider-kubernetes writes the key it patched into the in-memory manifest back into the Object " +
+		"when it adds its finalizer (crossplane-runtime v2.4.0 managed reconciler, AddFinalizer)",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\t\tbs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
+		new: "\t\tbs.withKey[be.Name] = true || composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
+	}},
+	// The world's look at every Object it observes, from scenario 2 on.
+	caughtBy: "holds the openrouter API key",
 }}
 
 // findBreak returns the break named name.

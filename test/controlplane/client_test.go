@@ -23,6 +23,7 @@ import (
 var (
 	gvrPod            = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	gvrServiceAccount = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	gvrService        = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 )
 
 // toUnstructured converts a typed object, giving it apiVersion and kind.

@@ -39,10 +39,21 @@ const (
 	providerConfigName = "gpu-cluster-1"
 	functionName       = "function-inference-gateway"
 	crossplaneNS       = "crossplane-system"
-	gatewayNS          = "modelplane-system"    // the Gateway's namespace, and the InferenceGateway's Objects' (example/gateway/composition.yaml's Input)
-	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (the same Input)
+	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (example/gateway/composition.yaml's Input)
 	gatewayClassName   = "envoy"
 	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
+
+	// objectNS holds the InferenceGateway's Objects on the control plane
+	// (the Input's objectNamespace, as example/gateway/composition.yaml
+	// sets it). A platform team creates it beforehand.
+	objectNS = "modelplane-system"
+	// gatewayNS is the Gateway's namespace on the gateway cluster (the
+	// Input's gatewayNamespace). Here the control plane and the gateway
+	// cluster are one API server, so the suite installs the Compositions
+	// with a gatewayNamespace other than objectNS: then nobody but
+	// provider-kubernetes, through the function's gateway-namespace Object,
+	// can have created it.
+	gatewayNS = "modelplane-gateway"
 )
 
 // Resources the test reads and writes.
@@ -55,6 +66,9 @@ var (
 	gvrEnvoyProxy    = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "envoyproxies"}
 	gvrBackend       = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backends"}
 	gvrTrafficPolicy = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "backendtrafficpolicies"}
+	gvrClientPolicy  = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "clienttrafficpolicies"}
+	gvrRouteFilter   = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "httproutefilters"}
+	gvrHTTPRoute     = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 	gvrAIRoute       = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aigatewayroutes"}
 	gvrAIBackend     = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "aiservicebackends"}
 	gvrSecPolicy     = schema.GroupVersionResource{Group: "aigateway.envoyproxy.io", Version: "v1beta1", Resource: "backendsecuritypolicies"}
@@ -81,9 +95,11 @@ type cluster struct {
 
 	bins map[string]string // tool name -> binary
 
-	apiPort    int
-	token      string
-	kubeconfig string // file, for the processes
+	apiPort     int
+	token       string
+	kubeconfig  string // file, for the processes
+	auditLog    string // the API server's audit log of namespace writes
+	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
 	cfg  *rest.Config
 	dyn  dynamic.Interface
@@ -144,6 +160,23 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	saKey, saPub := serviceAccountKeys(tb, pki)
 	tokens := filepath.Join(pki, "tokens.csv")
 	writeFile(tb, tokens, []byte(c.token+`,admin,admin-uid,"system:masters"`+"\n"))
+	// An audit log of namespace writes only: it says who created the
+	// gateway namespace, with which field manager, which the namespace
+	// itself cannot (an apply of a bare name owns no field, so it leaves
+	// no managedFields entry).
+	auditPolicy := filepath.Join(pki, "audit-policy.yaml")
+	writeFile(tb, auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  verbs: [create, update, patch]
+  resources:
+  - group: ""
+    resources: [namespaces]
+- level: None
+`))
+	c.auditLog = filepath.Join(dir, "audit.log")
 	api := c.ps.start("kube-apiserver", nil, bins["kube-apiserver"],
 		"--etcd-servers="+clientURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -155,6 +188,7 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--audit-policy-file="+auditPolicy, "--audit-log-path="+c.auditLog,
 		"--profiling=false")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", c.apiPort)
 	c.cfg = &rest.Config{
@@ -179,7 +213,7 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	c.rm = restmapper.NewDeferredDiscoveryRESTMapper(c.disc)
 
 	c.kubeconfig = filepath.Join(dir, "kubeconfig")
-	writeFile(tb, c.kubeconfig, c.kubeconfigFor(apiURL))
+	writeFile(tb, c.kubeconfig, c.kubeconfigFor(apiURL, "admin", c.token))
 
 	// kube-controller-manager, with only the controllers this test needs:
 	// deployment and replicaset roll the Envoy Deployment for real,
@@ -197,8 +231,8 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	return c
 }
 
-// kubeconfigFor returns a kubeconfig for the admin token at server.
-func (c *cluster) kubeconfigFor(server string) []byte {
+// kubeconfigFor returns a kubeconfig for a bearer token at server.
+func (c *cluster) kubeconfigFor(server, user, token string) []byte {
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -207,16 +241,16 @@ clusters:
     server: %s
     certificate-authority-data: %s
 users:
-- name: admin
+- name: %[3]s
   user:
-    token: %s
+    token: %[4]s
 contexts:
 - name: controlplane
   context:
     cluster: controlplane
-    user: admin
+    user: %[3]s
 current-context: controlplane
-`, server, base64.StdEncoding.EncodeToString(c.ca.certPEM), c.token)
+`, server, base64.StdEncoding.EncodeToString(c.ca.certPEM), user, token)
 }
 
 // crdSource is a folder of CRD YAML in a Go module.
@@ -443,8 +477,13 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 
 // startProvider runs provider-kubernetes against the cluster, with watches
 // on so that an Object's spec.watch takes effect (v1.3 defaults the feature
-// off), and gives it a ClusterProviderConfig whose kubeconfig points back
-// at the same API server, which plays the gateway cluster.
+// off) and with --sanitize-secrets, so that a remote Secret's data never
+// lands in an Object's status.atProvider.manifest (object.go,
+// setAtProvider). Its own client, for Objects and their references on the
+// control plane, stays admin: that is Crossplane's side. Its
+// ClusterProviderConfig points back at the same API server, which plays
+// the gateway cluster, with the least-privilege identity of
+// deploy/gateway-cluster-rbac.yaml.
 func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
 	probe := c.ps.freePort()
@@ -452,6 +491,7 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + certs},
 		c.bins["provider-kubernetes"],
 		"--enable-watches",
+		"--sanitize-secrets",
 		"--webhook-port="+strconv.Itoa(webhookPort),
 		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", c.ps.freePort()),
 		"--health-probe-bind-addr="+fmt.Sprintf("127.0.0.1:%d", probe))
@@ -460,9 +500,11 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 		return err == nil, err
 	}))
 
+	user, token := c.gatewayIdentity(ctx)
+	c.gatewayUser = user
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: providerConfigName + "-kubeconfig", Namespace: crossplaneNS},
-		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort))},
+		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), user, token)},
 	}
 	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
 	c.create(ctx, gvrCPC, &unstructured.Unstructured{Object: map[string]any{
@@ -602,8 +644,40 @@ func (c *cluster) installExamples(ctx context.Context) {
 		}))
 	}
 	for _, kind := range []string{"gateway", "route"} {
-		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))...)
+		comps := c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))
+		for _, u := range comps {
+			c.setGatewayNamespace(u)
+		}
+		c.apply(ctx, comps...)
 	}
+}
+
+// setGatewayNamespace sets gatewayNamespace to gatewayNS in the Input of
+// every step of a Composition that calls this function, giving a step an
+// Input if it has none. Only that field changes: everything else in the
+// examples is installed as written. The ModelRoute Composition gets it too,
+// because a ModelRoute's parentRefs name the Gateway in the namespace its
+// own Input says (internal/gateway ParentRef).
+func (c *cluster) setGatewayNamespace(comp *unstructured.Unstructured) {
+	if comp.GetKind() != "Composition" {
+		return
+	}
+	steps, _, err := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+	must(c.tb, err)
+	for i, x := range steps {
+		step, _ := x.(map[string]any)
+		if ref, _ := step["functionRef"].(map[string]any); ref["name"] != functionName {
+			continue
+		}
+		in, _ := step["input"].(map[string]any)
+		if in == nil {
+			in = map[string]any{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input"}
+		}
+		in["gatewayNamespace"] = gatewayNS
+		step["input"] = in
+		steps[i] = step
+	}
+	must(c.tb, unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"))
 }
 
 // patchMerge merge-patches an object.

@@ -2,19 +2,23 @@
 // plane on loopback and drives an InferenceGateway and a ModelRoute
 // through their life: creation, a ModelRoute that arrives while the
 // gateway rolls out, an ext-proc template change, a lost Envoy pod, a lost
-// and restored API-key Secret, and the ModelRoute's deletion.
+// and restored API-key Secret, a rotated API key, and the ModelRoute's
+// deletion.
 //
 // Everything that decides the outcome is real and built from Go modules
 // at pinned versions (see tools/): etcd, kube-apiserver and
 // kube-controller-manager (Deployment, ReplicaSet, ServiceAccount and
 // garbage-collector controllers), Crossplane core with the function
 // installed as a package from a local OCI registry, provider-kubernetes
-// with watches, and the upstream CRDs of provider-kubernetes, Envoy
-// Gateway, Gateway API and Envoy AI Gateway. Three controllers have no
-// binary here and have small stand-ins (standins_test.go): Envoy Gateway
-// (creates the Envoy Deployment, sets the Gateway's address), Envoy AI
-// Gateway (accepts routes, rolls the ext-proc marker into the Deployment's
-// pod template) and the kubelet (starts pods without a node).
+// with watches, reaching the gateway cluster as the least-privilege
+// ServiceAccount of deploy/gateway-cluster-rbac.yaml, and the upstream
+// CRDs of provider-kubernetes, Envoy Gateway, Gateway API and Envoy AI
+// Gateway. Three controllers have no binary here and have small stand-ins
+// (standins_test.go, routes_test.go): Envoy Gateway (creates the Envoy
+// Deployment, sets the Gateway's address and the status of policies and
+// HTTPRoutes), Envoy AI Gateway (generates each route's HTTPRoute, accepts
+// routes, rolls the ext-proc marker into the Deployment's pod template)
+// and the kubelet (starts pods without a node).
 //
 // The first run builds every binary, about 10 minutes on two cores with a
 // cold Go cache, and caches them under bin/controlplane at the repository
@@ -23,10 +27,12 @@ package controlplane
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
@@ -49,7 +56,13 @@ const (
 	routeName     = "qwen3-8b"
 	teamControlNS = "ml-team"    // the ModelRoute's namespace on the control plane
 	apiKeySecret  = "openrouter" // the API-key Secret of the openrouter backend
+	apiKeyField   = "api-key"    // its key holding the API key
 	keyedBackend  = "openrouter"
+
+	// resourceGatewayNamespace is the composition resource name of the
+	// InferenceGateway's Object for the gateway namespace. Written out,
+	// not taken from the function, like every name the suite checks.
+	resourceGatewayNamespace = "gateway-namespace"
 )
 
 // Waits. They bound how long the test waits for something that should
@@ -69,6 +82,15 @@ const (
 const (
 	waitSettle = 3 * time.Minute
 	waitRoute  = 4 * time.Minute
+	// waitRotation bounds how long a rotated API key may take to reach the
+	// gateway cluster: the slowest path there is. provider-kubernetes
+	// v1.3.1 reads a patchesFrom source at every Observe (object.go,
+	// resolveReferencies), and a Ready Object with nothing new to apply is
+	// observed again after --poll, 10 minutes by default, give or take
+	// the 10% jitter (cmd/provider/main.go; object.go,
+	// WithPollIntervalHook). A change of the Object's spec, or a watched
+	// reference, only brings that forward.
+	waitRotation = 12 * time.Minute
 	// coldBuildBudget is what a first run needs before the scenarios start:
 	// building every binary on two cores.
 	coldBuildBudget = 25 * time.Minute
@@ -103,8 +125,14 @@ func TestControlPlane(t *testing.T) {
 	c := startCluster(ctx, t, root, bins)
 	webhookPort := c.ps.freePort()
 	c.installCRDs(ctx, webhookPort)
-	c.namespace(ctx, gatewayNS)
+	// Only what a platform team creates beforehand: the control-plane
+	// namespaces of the InferenceGateway's Objects and of the team's
+	// ModelRoutes, and Envoy Gateway's, which its install creates
+	// (crossplane-system comes with Crossplane). The gateway namespace is
+	// provider-kubernetes' to create.
+	c.namespace(ctx, objectNS)
 	c.namespace(ctx, teamControlNS)
+	c.namespace(ctx, envoyGatewayNS)
 	c.startCrossplane(ctx)
 	c.startProvider(ctx, webhookPort)
 	c.installFunction(ctx)
@@ -127,6 +155,7 @@ func TestControlPlane(t *testing.T) {
 		{"3_TemplateChange", sc.templateChange},
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
+		{"5b_APIKeyRotated", sc.keyRotated},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 	} {
 		// Each scenario starts from where the one before left the
@@ -141,6 +170,11 @@ func TestControlPlane(t *testing.T) {
 	checks := w.checks
 	w.mu.Unlock()
 	t.Logf("Object Ready vs the function's rollout rule: checked on %d observations of the envoy-deployment Object", checks)
+	w.mu.Lock()
+	scanned := w.scanned
+	w.mu.Unlock()
+	t.Logf("API keys: looked for in %d observations of Objects and XRs", scanned)
+	t.Logf("changes seen, by resource: %v", w.eventCounts())
 	if all && checks == 0 {
 		t.Errorf("never saw the envoy-deployment Object report a manifest and Ready: the agreement check checked nothing")
 	}
@@ -239,7 +273,7 @@ func (sc *scenarios) agree(t *testing.T) string {
 	t.Helper()
 	var status string
 	sc.eventually(t, waitSettle, "the function and provider-kubernetes to settle on the same Deployment", func(ctx context.Context) string {
-		obj := sc.composedObject(ctx, gatewayNS, gatewayXRName, gateway.ResourceEnvoyDeployment)
+		obj := sc.composedObject(ctx, objectNS, gatewayXRName, gateway.ResourceEnvoyDeployment)
 		xr := sc.gatewayXR(ctx)
 		if obj == nil || xr == nil {
 			return "no envoy-deployment Object or InferenceGateway yet"
@@ -258,7 +292,8 @@ func (sc *scenarios) agree(t *testing.T) string {
 		}
 		objReady := conditionStatus(obj, "Ready") == "True"
 		gr, reason := conditionStatus(xr, gateway.ConditionType), conditionReason(xr, gateway.ConditionType)
-		if reason == gateway.ReasonNotProgrammed || reason == gateway.ReasonAnchorNotAccepted || reason == gateway.ReasonDeploymentNotObserved {
+		if reason == gateway.ReasonNotProgrammed || reason == gateway.ReasonAnchorNotAccepted ||
+			reason == gateway.ReasonClientPolicyNotAccepted || reason == gateway.ReasonDeploymentNotObserved {
 			return "GatewayReady waits on something other than the rollout: " + reason
 		}
 		v, err := sc.w.rule.Evaluate(manifest)
@@ -291,10 +326,17 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	c, w, s := sc.c, sc.w, sc.s
 	s.kubelet.setHold(true)
 
+	// The gateway namespace is the function's to create, through
+	// provider-kubernetes: nothing has made it yet.
+	if _, err := sc.get(sc.ctx, gvrNamespace, "", gatewayNS); !apierrors.IsNotFound(err) {
+		t.Fatalf("the gateway namespace %s exists before the InferenceGateway (%v): the suite must not create it", gatewayNS, err)
+	}
+
 	sc.t0 = time.Now()
 	w.tl.start(sc.t0)
 	w.tl.mark(tlXRCreated, sc.t0)
 	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
+	sc.gatewayNamespaceByProvider(t)
 
 	// Scenario 1: the gateway comes up, and its Deployment rolls the
 	// marker in, but no pod can start. GatewayReady must say False, for
@@ -327,6 +369,11 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	// for the gateway.
 	for _, u := range c.readYAMLFile(filepath.Join("example", "route", "ready", "required.yaml")) {
 		if u.GetKind() == "Secret" { // the openrouter backend's API key
+			v, _, _ := unstructured.NestedString(u.Object, "data", apiKeyField)
+			w.forbid("the openrouter API key", v)
+			// The example gives it the resourceVersion the function reads
+			// when rendering; here the API server sets its own.
+			u.SetResourceVersion("")
 			c.apply(sc.ctx, u)
 		}
 	}
@@ -338,6 +385,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 		}
 		return ""
 	})
+	sc.noSecretsInObjects(t, "once the ModelRoute's objects reach the gateway cluster")
 	sc.eventually(t, waitSettle, "RoutingReady to report WaitingForGateway", func(ctx context.Context) string {
 		r := sc.routeXR(ctx)
 		if st, reason := conditionStatus(r, "RoutingReady"), conditionReason(r, "RoutingReady"); st != "False" || reason != "WaitingForGateway" {
@@ -362,6 +410,12 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	key := sc.controlPlaneKey(t)
+	sc.eventually(t, waitRoute, "the openrouter API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, key)
+	})
+	sc.routesAttached(t)
+	sc.noSecretsInObjects(t, "once the route is served")
 
 	// Order, from the recorded timeline: GatewayReady only after the
 	// rollout finished, RoutingReady only after GatewayReady.
@@ -597,6 +651,7 @@ func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	t.Logf("without the Secret: RoutingReady=%s (%s), status.backends %v", conditionStatus(mr, "RoutingReady"),
 		conditionReason(mr, "RoutingReady"), bs)
 	sc.backendObjectsExist(t, ref)
+	sc.noSecretsInObjects(t, "without the API-key Secret")
 
 	fresh := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
@@ -612,6 +667,42 @@ func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	key := sc.controlPlaneKey(t)
+	sc.eventually(t, waitRoute, "the restored API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, key)
+	})
+	sc.noSecretsInObjects(t, "after the API-key Secret was restored")
+	sc.noDeletions(t)
+	w.check(t)
+}
+
+// keyRotated is scenario 5b: the team rotates the API key in the
+// control plane's Secret. The new key must reach the gateway cluster's
+// Secret, through provider-kubernetes alone, and never an Object.
+func (sc *scenarios) keyRotated(t *testing.T) {
+	c, w := sc.c, sc.w
+	rotated := base64.StdEncoding.EncodeToString([]byte("sk-or-v1-rotated-" + strconv.FormatInt(time.Now().UnixNano(), 36)))
+	w.forbid("the rotated openrouter API key", rotated)
+	start := time.Now()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := sc.get(sc.ctx, gvrSecret, teamControlNS, apiKeySecret)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(s.Object, rotated, "data", apiKeyField); err != nil {
+			return err
+		}
+		_, err = c.dyn.Resource(gvrSecret).Namespace(teamControlNS).Update(sc.ctx, s, metav1.UpdateOptions{})
+		return err
+	}))
+	sc.eventually(t, waitRotation, "the rotated API key in the gateway cluster's Secret", func(ctx context.Context) string {
+		return sc.gatewayKeyIs(ctx, rotated)
+	})
+	t.Logf("the rotated key reached the gateway cluster's Secret %s after the control plane's changed", time.Since(start).Round(time.Millisecond))
+	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
+		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
+	})
+	sc.noSecretsInObjects(t, "after the API key was rotated")
 	sc.noDeletions(t)
 	w.check(t)
 }
@@ -670,6 +761,7 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		{reason: "the ModelRoute is deleted", resource: "modelroutes", namespace: teamControlNS, name: routeName},
 		{reason: "its Objects are garbage-collected", resource: "objects", namespace: teamControlNS},
 		{reason: "its route is deleted", resource: "aigatewayroutes", namespace: w.teamNS},
+		{reason: "its HTTPRoute is garbage-collected with the route that owns it", resource: "httproutes", namespace: w.teamNS},
 		{reason: "its backends are deleted", resource: "backends", namespace: w.teamNS},
 		{reason: "its AI backends are deleted", resource: "aiservicebackends", namespace: w.teamNS},
 		{reason: "its credential policies are deleted", resource: "backendsecuritypolicies", namespace: w.teamNS},
@@ -690,7 +782,7 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		if len(l.Items) > 0 {
 			return fmt.Sprintf("%d Objects left in %s", len(l.Items), teamControlNS)
 		}
-		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
+		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
 			l, err := c.dyn.Resource(gvr).Namespace(w.teamNS).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err.Error()

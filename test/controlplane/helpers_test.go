@@ -90,3 +90,10 @@ func jsonMarshal(v any) ([]byte, error) {
 	}
 	return b, nil
 }
+
+func jsonUnmarshal(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("cannot decode JSON: %w", err)
+	}
+	return nil
+}

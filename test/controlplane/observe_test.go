@@ -84,7 +84,7 @@ func (tl *timeline) String() string {
 // Timeline entries.
 const (
 	tlXRCreated        = "InferenceGateway created"
-	tlObjectsCreated   = "all 5 gateway Objects composed"
+	tlObjectsCreated   = "all gateway Objects composed"
 	tlGatewayAddress   = "Gateway has status.addresses"
 	tlAnchorAccepted   = "anchor AIGatewayRoute Accepted"
 	tlDeployment       = "Envoy Deployment created"
@@ -146,6 +146,10 @@ type world struct {
 	rtTrans    []transition
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
+	secrets    []secretValue           // values no Object or XR may ever hold
+	leaked     map[string]bool         // leaks already reported, by object and value
+	scanned    int                     // Object and XR observations checked for secrets
+	events     map[string]int          // changes seen, by resource
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -172,13 +176,15 @@ const suspectGrace = 15 * time.Second
 // kind the two XRs compose, remotely and as Objects, and the XRs.
 var watchedForDeletion = []schema.GroupVersionResource{
 	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
-	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrDeployment, gvrInferenceGW, gvrModelRoute,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrDeployment, gvrHTTPRoute,
+	gvrInferenceGW, gvrModelRoute,
 }
 
 // watch starts watching and waits until every watcher has listed once.
 func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
-		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}}
+		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
+		events: map[string]int{}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	tb.Cleanup(func() { cancel(); wg.Wait() })
@@ -266,7 +272,7 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 func (w *world) relevant(gvr schema.GroupVersionResource, u *unstructured.Unstructured) bool {
 	switch gvr {
 	case gvrNamespace:
-		return u.GetName() == w.teamNS || u.GetName() == teamControlNS || u.GetName() == gatewayNS || u.GetName() == envoyGatewayNS
+		return u.GetName() == w.teamNS || u.GetName() == teamControlNS || u.GetName() == objectNS || u.GetName() == gatewayNS || u.GetName() == envoyGatewayNS
 	case gvrSecret:
 		return u.GetNamespace() == w.teamNS || u.GetNamespace() == teamControlNS
 	case gvrDeployment:
@@ -277,6 +283,13 @@ func (w *world) relevant(gvr schema.GroupVersionResource, u *unstructured.Unstru
 
 func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	now := time.Now()
+	w.mu.Lock()
+	w.events[gvr.Resource]++
+	w.mu.Unlock()
+	switch gvr {
+	case gvrObject, gvrInferenceGW, gvrModelRoute:
+		w.checkSecrets(gvr, u)
+	}
 	switch gvr {
 	case gvrObject:
 		w.onObject(u, now)
@@ -322,10 +335,10 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 // live object in status.atProvider.manifest and derives Ready from it), so
 // the two must agree at every observation, not just eventually.
 func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
-	if u.GetNamespace() == gatewayNS && u.GetLabels()[labelComposite] == gatewayXRName {
+	if u.GetNamespace() == objectNS && u.GetLabels()[labelComposite] == gatewayXRName {
 		n := 0
 		for _, ou := range w.watchers[gvrObject].list() {
-			if ou.GetNamespace() == gatewayNS && ou.GetLabels()[labelComposite] == gatewayXRName {
+			if ou.GetNamespace() == objectNS && ou.GetLabels()[labelComposite] == gatewayXRName {
 				n++
 			}
 		}
@@ -333,7 +346,7 @@ func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
 			w.tl.mark(tlObjectsCreated, now)
 		}
 	}
-	if res := u.GetAnnotations()[annotationResourceName]; u.GetNamespace() == gatewayNS && res != "" {
+	if res := u.GetAnnotations()[annotationResourceName]; u.GetNamespace() == objectNS && res != "" {
 		st, reason := conditionStatus(u, "Synced"), conditionReason(u, "Synced")
 		msg, _ := condition(u, "Synced")["message"].(string)
 		w.mu.Lock()
@@ -464,4 +477,20 @@ func formatTransitions(t0 time.Time, ts []transition) string {
 		fmt.Fprintf(&sb, "  %7.2fs  %s (%s): %s\n", t.at.Sub(t0).Seconds(), t.status, t.reason, t.message)
 	}
 	return sb.String()
+}
+
+// eventCounts renders how many changes the watch saw of each resource.
+func (w *world) eventCounts() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ks := make([]string, 0, len(w.events))
+	for k := range w.events {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, w.events[k])
+	}
+	return strings.Join(parts, ", ")
 }

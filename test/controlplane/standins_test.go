@@ -86,9 +86,10 @@ func (k kicker) kick() {
 // labels. It sets the Gateway's status.addresses as if the LoadBalancer
 // Service had an address at once, and Programmed when the Deployment has
 // an available replica (internal/gatewayapi/status/gateway.go,
-// updateGatewayProgrammedCondition). It leaves out the Service,
-// ServiceAccount, PDB, HPA, xDS and everything about traffic; it never
-// deletes a Deployment.
+// updateGatewayProgrammedCondition). It writes status.ancestors on traffic
+// policies and status.parents on HTTPRoutes (routes_test.go, policyStatus
+// and routeStatus). It leaves out the Service, ServiceAccount, PDB, HPA,
+// xDS and everything about traffic; it never deletes a Deployment.
 type envoyGateway struct {
 	c       *cluster
 	address string
@@ -105,7 +106,14 @@ func (e *envoyGateway) reconcile(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	ours, err := e.egGateways(ctx, gws.Items)
+	if err != nil {
+		return err
+	}
+	if err := e.policyStatus(ctx, ours); err != nil {
+		return err
+	}
+	return e.routeStatus(ctx, ours)
 }
 
 func (e *envoyGateway) gateway(ctx context.Context, gw *unstructured.Unstructured) error {
@@ -247,9 +255,8 @@ type markerPatch struct {
 }
 
 // aiGateway stands in for Envoy AI Gateway v1.1. Its route controller
-// accepts every AIGatewayRoute: one Accepted=True condition, as
-// newConditions writes it (ai-gateway internal/controller/controller.go).
-// Its gateway controller follows annotateGatewayPods
+// generates each AIGatewayRoute's HTTPRoute and accepts the route, or not,
+// as v1.0.0 does (routes_test.go, syncRoute). Its gateway controller follows annotateGatewayPods
 // (internal/controller/gateway.go): for a Gateway with at least one
 // attached AIGatewayRoute, it finds the Deployments labelled with the
 // owning gateway in the Gateway's namespace and Envoy Gateway's; if any of
@@ -305,7 +312,7 @@ func (a *aiGateway) reconcile(ctx context.Context) error {
 		if r.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := a.accept(ctx, r); err != nil {
+		if err := a.syncRoute(ctx, r); err != nil {
 			return err
 		}
 		refs, _, _ := unstructured.NestedSlice(r.Object, "spec", "parentRefs")
@@ -326,25 +333,6 @@ func (a *aiGateway) reconcile(ctx context.Context) error {
 		if err := a.annotate(ctx, gw); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// accept marks a route Accepted once.
-func (a *aiGateway) accept(ctx context.Context, r *unstructured.Unstructured) error {
-	if conditionStatus(r, "Accepted") == "True" {
-		return nil
-	}
-	cur := r.DeepCopy()
-	if err := unstructured.SetNestedSlice(cur.Object, []any{map[string]any{
-		"type": "Accepted", "status": "True", "reason": "ReconciliationSucceeded",
-		"message": "AI Gateway Route reconciled successfully", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-	}}, "status", "conditions"); err != nil {
-		return err
-	}
-	_, err := a.c.dyn.Resource(gvrAIRoute).Namespace(cur.GetNamespace()).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cannot accept AIGatewayRoute %s/%s: %w", cur.GetNamespace(), cur.GetName(), err)
 	}
 	return nil
 }
@@ -494,12 +482,11 @@ type standIns struct {
 	kubelet *kubelet
 }
 
-// startStandIns creates the GatewayClass and the Envoy Gateway namespace
-// that an Envoy Gateway install brings, and runs the stand-ins until the
-// test ends. Watches on what each upstream controller watches wake them;
-// a timer covers upstream's requeues.
+// startStandIns creates the GatewayClass that an Envoy Gateway install
+// brings (its namespace is created with the control plane), and runs the
+// stand-ins until the test ends. Watches on what each upstream controller
+// watches wake them; a timer covers upstream's requeues.
 func (c *cluster) startStandIns(ctx context.Context, tb testing.TB) *standIns {
-	c.namespace(ctx, envoyGatewayNS)
 	c.create(ctx, gvrGatewayClass, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
 		"kind":       "GatewayClass",
@@ -522,7 +509,14 @@ func (c *cluster) startStandIns(ctx context.Context, tb testing.TB) *standIns {
 		{gvrGateway, []kicker{s.eg.kick, s.aigw.kick}},
 		{gvrEnvoyProxy, []kicker{s.eg.kick}},
 		{gvrDeployment, []kicker{s.eg.kick, s.aigw.kick}},
+		{gvrHTTPRoute, []kicker{s.eg.kick}},
+		{gvrRouteFilter, []kicker{s.eg.kick}},
+		{gvrBackend, []kicker{s.eg.kick}},
+		{gvrClientPolicy, []kicker{s.eg.kick}},
+		{gvrTrafficPolicy, []kicker{s.eg.kick}},
+		{gvrNamespace, []kicker{s.eg.kick}},
 		{gvrAIRoute, []kicker{s.aigw.kick}},
+		{gvrAIBackend, []kicker{s.aigw.kick}},
 		{gvrPod, []kicker{s.kubelet.kick}},
 	}
 	for _, w := range watchers {
