@@ -200,7 +200,7 @@ func TestBreaksAreCaught(t *testing.T) {
 			case !strings.Contains(log, b.caughtBy):
 				t.Errorf("the run with %q failed, but not where it should be caught: no %q in its output", b.name, b.caughtBy)
 			}
-			for _, l := range strings.Split(log, "\n") {
+			for l := range strings.SplitSeq(log, "\n") {
 				if strings.Contains(l, b.caughtBy) || strings.Contains(l, "--- FAIL") || strings.Contains(l, "DELIBERATE BREAK") {
 					t.Logf("child: %s", strings.TrimSpace(l))
 				}

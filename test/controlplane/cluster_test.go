@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -335,7 +334,7 @@ func readCRDs(tb testing.TB, dir string, skip func(string) bool) []*unstructured
 			tb.Fatalf("cannot read %s: %v", e.Name(), err)
 		}
 		var kept []string
-		for _, l := range strings.Split(string(b), "\n") {
+		for l := range strings.SplitSeq(string(b), "\n") {
 			if strings.HasPrefix(strings.TrimSpace(l), "{{") {
 				continue
 			}
@@ -449,7 +448,7 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 			"--tls-server-secret-name=crossplane-tls-server",
 			"--tls-client-secret-name=crossplane-tls-client")
 		if err != nil {
-			err = fmt.Errorf("cannot initialize Crossplane: %v: %s", err, headAndTail(out))
+			err = fmt.Errorf("cannot initialize Crossplane: %w: %s", err, headAndTail(out))
 			return false, err
 		}
 		return true, nil
@@ -678,16 +677,6 @@ func (c *cluster) setGatewayNamespace(comp *unstructured.Unstructured) {
 		steps[i] = step
 	}
 	must(c.tb, unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"))
-}
-
-// patchMerge merge-patches an object.
-func (c *cluster) patchMerge(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, patch map[string]any, sub ...string) error {
-	b, err := jsonMarshal(patch)
-	if err != nil {
-		return err
-	}
-	_, err = c.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}, sub...)
-	return err
 }
 
 func httpGet(ctx context.Context, hc *http.Client, url, token string) (string, error) {

@@ -195,8 +195,7 @@ func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, 
 		w.watchers[gvr] = wt
 	}
 	for _, wt := range w.watchers {
-		wg.Add(1)
-		go func() { defer wg.Done(); wt.run(ctx) }()
+		wg.Go(func() { ; wt.run(ctx) })
 	}
 	for gvr, wt := range w.watchers {
 		select {

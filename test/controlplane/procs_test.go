@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,8 +128,8 @@ func (ps *procs) stopAll() {
 	ports := append([]int(nil), ps.ports...)
 	ps.mu.Unlock()
 	failed := ps.tb.Failed()
-	for i := len(all) - 1; i >= 0; i-- {
-		p := all[i]
+	for _, p := range slices.Backward(all) {
+
 		early := !p.running()
 		p.stop(15 * time.Second)
 		if failed || early {
@@ -219,7 +220,7 @@ func waitFor(ctx context.Context, p *proc, interval time.Duration, what string, 
 			last = err
 		}
 		if p != nil && !p.running() {
-			return fmt.Errorf("cannot wait for %s: %s exited: %v", what, p.name, p.err)
+			return fmt.Errorf("cannot wait for %s: %s exited: %w", what, p.name, p.err)
 		}
 		select {
 		case <-ctx.Done():

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -167,9 +168,7 @@ func (a *aiGateway) generate(ctx context.Context, r *unstructured.Unstructured) 
 		if old == nil {
 			old = map[string]any{}
 		}
-		for k, v := range spec {
-			old[k] = v
-		}
+		maps.Copy(old, spec)
 		for _, k := range []string{"parentRefs", "hostnames"} {
 			if _, ok := spec[k]; !ok {
 				delete(old, k)
@@ -231,9 +230,7 @@ func (a *aiGateway) httpRouteSpec(ctx context.Context, r *unstructured.Unstructu
 			}
 			ref, _, _ := unstructured.NestedMap(asb.Object, "spec", "backendRef")
 			hbr := map[string]any{}
-			for k, v := range ref {
-				hbr[k] = v
-			}
+			maps.Copy(hbr, ref)
 			if w, ok := br["weight"]; ok {
 				hbr["weight"] = w
 			}
@@ -285,9 +282,7 @@ func (a *aiGateway) httpRouteSpec(ctx context.Context, r *unstructured.Unstructu
 // mapWith returns a copy of m with k set to v.
 func mapWith(m map[string]any, k string, v any) map[string]any {
 	out := make(map[string]any, len(m)+1)
-	for kk, vv := range m {
-		out[kk] = vv
-	}
+	maps.Copy(out, m)
 	out[k] = v
 	return out
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 )
 
 // The stand-ins replace the three controllers this control plane has no
@@ -233,16 +232,16 @@ func (e *envoyGateway) status(ctx context.Context, gw *unstructured.Unstructured
 }
 
 // hashedName is Envoy Gateway's name for generated resources: the input
-// with "/" made "-", cut to max characters, and the first 8 hex characters
+// with "/" made "-", cut to limit characters, and the first 8 hex characters
 // of its SHA-256 (envoyproxy/gateway v1.8.1 internal/utils/misc.go,
 // GetHashedName). The function pins envoyDeployment.name, so this is only
 // the fallback a Gateway without a pinned name would get.
-func hashedName(nsName string, max int) string {
+func hashedName(nsName string, limit int) string {
 	sum := sha256.Sum256([]byte(nsName))
 	h := hex.EncodeToString(sum[:])[:8]
 	n := strings.ReplaceAll(nsName, "/", "-")
-	if len(n) > max {
-		n = strings.TrimRight(n[:max], "-")
+	if len(n) > limit {
+		n = strings.TrimRight(n[:limit], "-")
 	}
 	return n + "-" + h
 }
@@ -451,7 +450,7 @@ func (k *kubelet) start(ctx context.Context, p *corev1.Pod) error {
 	p.Status.ContainerStatuses = nil
 	for _, c := range p.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
+			Name: c.Name, Image: c.Image, Ready: true, Started: new(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
@@ -520,8 +519,7 @@ func (c *cluster) startStandIns(ctx context.Context, tb testing.TB) *standIns {
 		{gvrPod, []kicker{s.kubelet.kick}},
 	}
 	for _, w := range watchers {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.kickOnChange(ctx, w.gvr, w.kicks...) }()
+		wg.Go(func() { ; c.kickOnChange(ctx, w.gvr, w.kicks...) })
 	}
 	for _, r := range []struct {
 		name     string
@@ -533,8 +531,7 @@ func (c *cluster) startStandIns(ctx context.Context, tb testing.TB) *standIns {
 		{"AI Gateway", s.aigw.kick, 5 * time.Second, s.aigw.reconcile},
 		{"kubelet", s.kubelet.kick, 200 * time.Millisecond, s.kubelet.reconcile},
 	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); loop(ctx, tb, r.name, r.kick, r.interval, r.fn) }()
+		wg.Go(func() { ; loop(ctx, tb, r.name, r.kick, r.interval, r.fn) })
 	}
 	return s
 }
