@@ -8,18 +8,31 @@
 render:
 	go run ./test/e2e/cmd/render
 
-# Run every test: unit, render end-to-end, upstream CRD validation and the
-# package build.
+# The fast proof of the function itself: unit tests, fuzz seeds, render
+# goldens through the real crossplane CLI and upstream CRD validation.
+# -short skips the slow suites below.
 .PHONY: test
 test:
-	go test -timeout 80m ./...
+	go test -short -timeout 30m ./...
+
+# The slow suites: the control plane on loopback, the model of the
+# controllers, the load test and the package build.
+.PHONY: test-slow
+test-slow:
+	go test -timeout 80m ./test/controlplane/... ./test/sim/... ./test/load/... ./test/xpkg/...
+
+# golangci-lint (a tool of tools/lint) and go mod tidy, as CI runs them.
+.PHONY: lint
+lint:
+	go tool -modfile=tools/lint/go.mod golangci-lint run ./...
+	go mod tidy -diff
 
 # Regenerate the Input's deepcopy code and CRD (package/input).
 .PHONY: generate
 generate:
 	go generate -tags generate ./internal/input
 
-# The control-plane suite alone, with its timeline (also part of make test).
+# The control-plane suite alone, with its timeline (also part of make test-slow).
 .PHONY: controlplane
 controlplane:
 	go test -v -count=1 -timeout 60m -run '^TestControlPlane$$' ./test/controlplane

@@ -28,7 +28,6 @@ const crossplaneImage = "xpkg.crossplane.io/crossplane/crossplane:" + toolchain.
 // (package/input), and every XR (each composite's xr.yaml and each
 // scenario's) against its example XRD.
 func TestCrossplaneBetaValidate(t *testing.T) {
-	setUp(t)
 	cache := crossplaneSchemaCache(t)
 
 	composites, err := filepath.Glob(filepath.Join(h.Examples(), "*", "composition.yaml"))

@@ -8,6 +8,7 @@
 //	go test ./test/e2e/...                      # everything
 //	go test ./test/e2e -run TestRender -update  # rewrite the golden files
 //
-// The first run builds the crossplane CLI into bin/, which takes minutes;
-// -short skips this package.
+// The first run builds the crossplane CLI into bin/, which takes minutes.
+// These tests run in -short mode too: they are part of the README's fast
+// test command.
 package e2e

@@ -29,10 +29,6 @@ func TestMain(m *testing.M) {
 // from TestMain so that its deferred Close runs before os.Exit.
 func run(m *testing.M) int {
 	flag.Parse()
-	if testing.Short() {
-		fmt.Fprintln(os.Stderr, "skipping the end-to-end tests in -short mode: they build the crossplane CLI")
-		return m.Run() // every test skips, see setUp
-	}
 	var err error
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	h, err = harness.New(context.Background(), logf)
@@ -50,14 +46,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// setUp skips the test in -short mode, where TestMain builds nothing.
-func setUp(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("the end-to-end tests need the crossplane CLI; not built in -short mode")
-	}
 }
 
 // renders caches each scenario's render: several tests read the same

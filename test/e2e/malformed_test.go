@@ -18,7 +18,6 @@ import (
 // would from a control plane whose XRD is older or looser than the
 // function, and the function's Fatal result makes render exit 1.
 func TestRenderMalformedXR(t *testing.T) {
-	setUp(t)
 	composites, err := harness.Composites(h.Examples())
 	if err != nil {
 		t.Fatal(err)

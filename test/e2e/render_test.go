@@ -29,7 +29,6 @@ func goldenPath(s harness.Scenario) string {
 // TestRender renders every example scenario and compares the whole output,
 // XR status, composed resources and results, with its golden file.
 func TestRender(t *testing.T) {
-	setUp(t)
 	for _, s := range scenarios {
 		t.Run(s.ID(), func(t *testing.T) {
 			out := render(t, s)
@@ -67,7 +66,6 @@ func TestRender(t *testing.T) {
 // TestRenderGoldenFilesHaveScenarios finds golden files whose scenario is
 // gone, and with -update deletes them.
 func TestRenderGoldenFilesHaveScenarios(t *testing.T) {
-	setUp(t)
 	want := map[string]bool{}
 	for _, s := range scenarios {
 		want[goldenPath(s)] = true
@@ -98,7 +96,6 @@ func TestRenderGoldenFilesHaveScenarios(t *testing.T) {
 // message a user can act on. Ready (and Synced) are Crossplane's; every
 // other condition type is the function's.
 func TestRenderXRConditions(t *testing.T) {
-	setUp(t)
 	for _, s := range scenarios {
 		t.Run(s.ID(), func(t *testing.T) {
 			r := rendered(t, s)
@@ -131,7 +128,6 @@ func TestRenderXRConditions(t *testing.T) {
 // lists them; the golden files cover their exact content. A result a user
 // sees must say which step sent it and what it means.
 func TestRenderResults(t *testing.T) {
-	setUp(t)
 	for _, s := range scenarios {
 		t.Run(s.ID(), func(t *testing.T) {
 			r := rendered(t, s)

@@ -23,7 +23,6 @@ import (
 // The markers come from the Composition's Input with defaults applied: the
 // examples set none, so this is rollout.For of the default markers.
 func TestRenderEnvoyDeploymentCELQuery(t *testing.T) {
-	setUp(t)
 	checked := 0
 	for _, s := range scenarios {
 		r := rendered(t, s)

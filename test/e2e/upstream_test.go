@@ -21,7 +21,6 @@ const placeholderUID = "00000000-0000-4000-8000-000000000000"
 // plane, and the manifest it carries against the CRD of its kind (or the
 // core kind) on the remote cluster. See package validate for the checks.
 func TestComposedResourcesMatchUpstreamCRDs(t *testing.T) {
-	setUp(t)
 	v := upstreamValidator(t)
 	for _, s := range scenarios {
 		t.Run(s.ID(), func(t *testing.T) {

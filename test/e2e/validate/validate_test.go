@@ -498,9 +498,6 @@ func TestValidateCost(t *testing.T) {
 // parse of every upstream CRD file: both must find the same kinds, and
 // each kind's file must parse when first used.
 func TestLoadIndexesWhatParsingFinds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("parses every upstream CRD, which takes seconds")
-	}
 	lazy := upstream(t)
 	root, err := toolchain.Root()
 	if err != nil {
