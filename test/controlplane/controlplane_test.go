@@ -75,7 +75,7 @@ const (
 // And each XR kind's circuit breaker (crossplane v2.2.0 internal/circuit:
 // 100 tokens, an update event costs two, refill one a second, open for
 // five minutes with one event let through every 30 s) opens within a
-// second of an InferenceGateway's creation, because its five Objects,
+// second of an InferenceGateway's creation, because its seven Objects,
 // above all the watched envoy-deployment one, change many times at once;
 // while it is open, Object changes reach the XR only every 30 s or at the
 // TTL.
