@@ -27,18 +27,9 @@ type Function struct {
 	structs   *structCache
 }
 
-// Option configures a Function.
-type Option func(*Function)
-
-// WithoutStructCache makes the Function build every desired object's Struct
-// afresh, as on the first reconcile of a composite. For benchmarks.
-func WithoutStructCache() Option {
-	return func(f *Function) { f.structs = nil }
-}
-
 // New returns a Function that logs to log.
-func New(log logging.Logger, opts ...Option) *Function {
-	f := &Function{
+func New(log logging.Logger) *Function {
+	return &Function{
 		log:     log,
 		structs: newStructCache(),
 		// Dispatch is by kind alone, never by API group, so a platform team
@@ -48,10 +39,6 @@ func New(log logging.Logger, opts ...Option) *Function {
 			route.Kind:   route.Composer{},
 		},
 	}
-	for _, o := range opts {
-		o(f)
-	}
-	return f
 }
 
 // RunFunction runs one reconcile of an InferenceGateway or a ModelRoute.
