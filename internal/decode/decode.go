@@ -26,21 +26,21 @@ func Into(what, prefix string, v, into any) error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot encode %s", what)
 	}
-	return Bytes(what, prefix, b, into)
+	return bytesInto(what, prefix, b, into)
 }
 
-// Bytes decodes JSON bytes into the typed value pointed to by into, like Into.
-func Bytes(what, prefix string, b []byte, into any) error {
+// bytesInto decodes JSON bytes into the typed value pointed to by into, like Into.
+func bytesInto(what, prefix string, b []byte, into any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(into); err != nil {
-		return FieldError(what, prefix, err)
+		return fieldError(what, prefix, err)
 	}
 	return nil
 }
 
-// FieldError rewrites a JSON decoding error so that it names the field path,
+// fieldError rewrites a JSON decoding error so that it names the field path,
 // what was found there, and what was expected.
-func FieldError(what, prefix string, err error) error {
+func fieldError(what, prefix string, err error) error {
 	if te, ok := stderrors.AsType[*json.UnmarshalTypeError](err); ok {
 		field := te.Field
 		if prefix != "" && field != "" {

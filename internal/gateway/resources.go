@@ -155,14 +155,14 @@ func (b builder) gateway() *remote.Object {
 	}, remote.ReadyWhen(upstream.CELHasAddress))
 }
 
-// AnchorRule is the anchor route's only rule: an Exact match on a header
+// anchorRule is the anchor route's only rule: an Exact match on a header
 // that is not x-ai-eg-model, and no backendRefs. AI Gateway counts any
 // attached AIGatewayRoute as an effective route and keeps the ext-proc
 // sidecar injected (ai-gateway v1.0.0 internal/controller/gateway.go,
 // reconcileFilterConfigSecret), while /v1/models lists only Exact
 // x-ai-eg-model matches, so the anchor is never listed. The AIGatewayRoute
 // CRD allows a rule without backendRefs (no MinItems).
-func AnchorRule(in *v1beta1.Input) aigv1b1.AIGatewayRouteRule {
+func anchorRule(in *v1beta1.Input) aigv1b1.AIGatewayRouteRule {
 	return aigv1b1.AIGatewayRouteRule{
 		Matches: []aigv1b1.AIGatewayRouteRuleMatch{{Headers: []gwapiv1.HTTPHeaderMatch{{
 			Type:  ptr.To(gwapiv1.HeaderMatchExact),
@@ -179,7 +179,7 @@ func (b builder) anchorRoute() *remote.Object {
 		Metadata:   b.meta(names.AnchorRoute(b.in.GatewayName)),
 		Spec: &aigv1b1.AIGatewayRouteSpec{
 			ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, "")},
-			Rules:      []aigv1b1.AIGatewayRouteRule{AnchorRule(b.in)},
+			Rules:      []aigv1b1.AIGatewayRouteRule{anchorRule(b.in)},
 		},
 	}, remote.ReadyWhen(upstream.CELAccepted))
 }

@@ -21,10 +21,10 @@ import (
 // Kind is the composite kind this package composes.
 const Kind = "InferenceGateway"
 
-// DefaultReplicas is how many Envoy replicas run when spec.replicas is unset.
+// defaultReplicas is how many Envoy replicas run when spec.replicas is unset.
 // Two, so that one can be drained or evicted (the PDB allows one
 // unavailable) while the other serves.
-const DefaultReplicas int32 = 2
+const defaultReplicas int32 = 2
 
 // Defaults of the client side and of failover.
 var (
@@ -184,7 +184,7 @@ func (s *Spec) TLSEnabled() bool { return s.TLS != nil }
 // ReplicaCount is spec.replicas or its default.
 func (s *Spec) ReplicaCount() int32 {
 	if s.Replicas == nil {
-		return DefaultReplicas
+		return defaultReplicas
 	}
 	return *s.Replicas
 }

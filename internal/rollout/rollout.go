@@ -115,7 +115,7 @@ func For(markers []string) (*Rule, error) {
 	if r, ok := cache[key]; ok {
 		return r, nil
 	}
-	r, err := Compile(markers)
+	r, err := compile(markers)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +123,8 @@ func For(markers []string) (*Rule, error) {
 	return r, nil
 }
 
-// Compile builds and compiles the rule without the cache. Use For.
-func Compile(markers []string) (*Rule, error) {
+// compile builds and compiles the rule without the cache. Use For.
+func compile(markers []string) (*Rule, error) {
 	if len(markers) == 0 {
 		return nil, errors.New("cannot build the rollout rule: extProcMarkerAnnotations is empty; name at least one annotation key, such as aigateway.envoyproxy.io/extproc-config-hash")
 	}

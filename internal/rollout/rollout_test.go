@@ -218,8 +218,8 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Compile(tc.markers); err == nil {
-				t.Errorf("Compile(%q): want an error, got none", tc.markers)
+			if _, err := compile(tc.markers); err == nil {
+				t.Errorf("compile(%q): want an error, got none", tc.markers)
 			}
 		})
 	}
@@ -254,7 +254,7 @@ func BenchmarkEvaluateCompilePerCall(b *testing.B) {
 	d := asProviderSees(b, cases["RolledOut"].d)
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := Compile(markers)
+		r, err := compile(markers)
 		if err != nil {
 			b.Fatal(err)
 		}
