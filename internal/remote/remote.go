@@ -283,6 +283,18 @@ func (o Observed) Manifest() map[string]any {
 	return o.manifest.AsMap()
 }
 
+// Applied is the manifest Crossplane last applied to the Object
+// (spec.forProvider.manifest), or nil. It converts only that part of the
+// Object.
+func (o Observed) Applied() map[string]any {
+	fp := o.object.GetFields()["spec"].GetStructValue().GetFields()["forProvider"].GetStructValue()
+	m := fp.GetFields()["manifest"].GetStructValue()
+	if m == nil {
+		return nil
+	}
+	return m.AsMap()
+}
+
 // Object is the whole observed Object, as Crossplane sent it.
 func (o Observed) Object() map[string]any {
 	if o.object == nil {

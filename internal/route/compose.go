@@ -274,8 +274,7 @@ func observedBackendRefs(req compose.Request) map[string]bool {
 	if !ok {
 		return out
 	}
-	applied, _, _ := unstructured.NestedMap(o.Object(), "spec", "forProvider", "manifest")
-	for _, m := range []map[string]any{applied, o.Manifest()} {
+	for _, m := range []map[string]any{o.Applied(), o.Manifest()} {
 		rules, _, _ := unstructured.NestedSlice(m, "spec", "rules")
 		for _, r := range rules {
 			rm, _ := r.(map[string]any)
