@@ -67,9 +67,10 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
+	inRoute := observedBackendRefs(req)
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
-		Implied:      spec.implied(observedBackendRefs(req), name, req.Observed),
+		Implied:      spec.implied(inRoute, name, req.Observed),
 		Requirements: requirements(req, spec, apiVersion, ns),
 	}
 	model := spec.model(ns, name)
@@ -79,7 +80,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if !gw.verdict.Ready {
 		p.Add(ReasonWaitingForGateway, gw.why)
 	}
-	bs := readBackends(req, spec, name)
+	bs := readBackends(req, spec, name, inRoute)
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
 	switch {
@@ -144,7 +145,8 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 			continue
 		}
 		set(prefixCredPolicy+be.Name, b.credPolicy(be), b.ready(prefixCredPolicy+be.Name))
-		set(prefixCredential+be.Name, b.credential(be, bs.withKey[be.Name], bs.versions[be.Name]), bs.delivered[be.Name])
+		c := bs.credentials[be.Name]
+		set(prefixCredential+be.Name, b.credential(be, c.withKey, c.version), c.delivered)
 	}
 }
 
@@ -221,15 +223,21 @@ type backends struct {
 	// delivering names backends whose key exists on the control plane but
 	// has not reached the gateway cluster yet.
 	delivering []string
-	// withKey: the backend's credential Object may carry the reference
-	// that copies the key (see builder.credential).
-	withKey map[string]bool
+	// credentials of the backends with an API key, by backend name.
+	credentials map[string]keyState
+	warnings    []string
+}
+
+// keyState is the state of one backend's API-key Secret.
+type keyState struct {
+	// withKey: the credential Object may carry the reference that copies
+	// the key (see builder.credential).
+	withKey bool
 	// delivered: the provider applied the credential with its key.
-	delivered map[string]bool
-	// versions: the resourceVersion of each backend's API-key Secret on
-	// the control plane.
-	versions map[string]string
-	warnings []string
+	delivered bool
+	// version is the resourceVersion of the API-key Secret on the control
+	// plane.
+	version string
 }
 
 // readBackends sorts the backends by the state of their API keys. A
@@ -237,25 +245,27 @@ type backends struct {
 // cluster, so AI Gateway never serves it with an empty Secret; a backend
 // already in the observed route stays while its key exists on the control
 // plane, so a provider hiccup never drops it.
-func readBackends(req compose.Request, spec *Spec, route string) backends {
-	bs := backends{withKey: map[string]bool{}, delivered: map[string]bool{}, versions: map[string]string{}}
-	inRoute := observedBackendRefs(req)
+func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
+	bs := backends{credentials: map[string]keyState{}}
 	for _, be := range spec.Backends {
 		if be.APIKey == nil {
 			bs.usable = append(bs.usable, be)
 			continue
 		}
 		o, composed := req.Observed[prefixCredential+be.Name]
-		bs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))
-		bs.delivered[be.Name] = composed && o.HasReferences() && o.Reported() && o.SyncedNow()
 		present, version, problem := apiKey(req, be)
-		bs.versions[be.Name] = version
+		c := keyState{
+			withKey:   composed && (o.HasReferences() || (o.Finalized() && o.Reported())),
+			delivered: composed && o.HasReferences() && o.Reported() && o.SyncedNow(),
+			version:   version,
+		}
+		bs.credentials[be.Name] = c
 		switch {
 		case problem != "":
 			bs.warnings = append(bs.warnings, problem)
 		case !present:
 			// Not fetched yet: Crossplane calls again with the Secret.
-		case bs.delivered[be.Name] || inRoute[names.Child(route, be.Name)]:
+		case c.delivered || inRoute[names.Child(route, be.Name)]:
 			bs.usable = append(bs.usable, be)
 		default:
 			bs.delivering = append(bs.delivering, be.Name)
