@@ -9,6 +9,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // Composer composes InferenceGateways.
@@ -99,5 +100,5 @@ func ReadVerdict(xr map[string]any) (Verdict, error) {
 	if c == nil {
 		return Verdict{Reason: "NotReported", Message: "the gateway has not reported " + ConditionType + " yet"}, nil
 	}
-	return Verdict{Ready: isTrue(c), Reason: c.Reason, Message: c.Message}, nil
+	return Verdict{Ready: upstream.IsTrue(c), Reason: c.Reason, Message: c.Message}, nil
 }

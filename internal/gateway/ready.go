@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
 
@@ -108,9 +107,9 @@ func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) erro
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed anchor AIGatewayRoute %q", anchor)
 	}
-	e.anchorAccepted = isTrue(c)
+	e.anchorAccepted = upstream.IsTrue(c)
 	if !e.anchorAccepted {
-		e.problems.Add(ReasonAnchorNotAccepted, withMessage(fmt.Sprintf("AI Gateway has not accepted the anchor AIGatewayRoute %q yet", anchor), c))
+		e.problems.Add(ReasonAnchorNotAccepted, upstream.WithMessage(fmt.Sprintf("AI Gateway has not accepted the anchor AIGatewayRoute %q yet", anchor), c))
 	}
 	return nil
 }
@@ -129,9 +128,9 @@ func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed ClientTrafficPolicy %q", name)
 	}
-	e.clientPolicyAccepted = isTrue(c)
+	e.clientPolicyAccepted = upstream.IsTrue(c)
 	if !e.clientPolicyAccepted {
-		e.problems.Add(ReasonClientPolicyNotAccepted, withMessage(fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName), c))
+		e.problems.Add(ReasonClientPolicyNotAccepted, upstream.WithMessage(fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName), c))
 	}
 	return nil
 }
@@ -203,15 +202,4 @@ func syncNote(o remote.Observed, exists bool) string {
 		return " (the Object is not Synced)"
 	}
 	return ""
-}
-
-// isTrue reports whether a condition is there and True.
-func isTrue(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
-
-// withMessage adds an upstream condition's message, if any, to msg.
-func withMessage(msg string, c *metav1.Condition) string {
-	if c != nil && c.Message != "" {
-		return msg + ": " + c.Message
-	}
-	return msg
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -334,12 +333,8 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}
-	if c == nil || c.Status != metav1.ConditionTrue {
-		msg := "AI Gateway has not accepted the AIGatewayRoute yet"
-		if c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		p.Add(ReasonWaitingForRoute, msg)
+	if !upstream.IsTrue(c) {
+		p.Add(ReasonWaitingForRoute, upstream.WithMessage("AI Gateway has not accepted the AIGatewayRoute yet", c))
 		return false, nil
 	}
 	return true, nil
@@ -371,7 +366,7 @@ func httpRouteServed(req compose.Request, p *compose.Problems) (bool, error) {
 			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway does not report the HTTPRoute %s for the Gateway %q", t, in.GatewayName))
 			return false, nil
 		}
-		if c.Status != metav1.ConditionTrue {
+		if !upstream.IsTrue(c) {
 			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway reports the HTTPRoute %s=%s (%s): %s", t, c.Status, c.Reason, c.Message))
 			return false, nil
 		}

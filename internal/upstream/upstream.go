@@ -54,6 +54,17 @@ const (
 	CELPolicyAccepted = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
 )
 
+// IsTrue reports whether a condition is there and True.
+func IsTrue(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
+
+// WithMessage adds an upstream condition's message, if any, to msg.
+func WithMessage(msg string, c *metav1.Condition) string {
+	if c != nil && c.Message != "" {
+		return msg + ": " + c.Message
+	}
+	return msg
+}
+
 // GatewayAddress reads the first non-empty status.addresses[].value of a
 // Gateway manifest.
 func GatewayAddress(gw map[string]any) (string, error) {
