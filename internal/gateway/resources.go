@@ -206,30 +206,25 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // eject failing backends; the panic threshold decides what happens when a
 // tier is ejected and no healthy tier is left (README, "Failover").
 func (b builder) failoverPolicy() *remote.Object {
-	return b.wrap(&remote.Manifest[egv1a1.BackendTrafficPolicySpec]{
-		APIVersion: upstream.EnvoyGatewayAPIVersion,
-		Kind:       "BackendTrafficPolicy",
-		Metadata:   b.meta(names.FailoverPolicy(b.in.GatewayName)),
-		Spec: &egv1a1.BackendTrafficPolicySpec{
-			PolicyTargetReferences: b.gatewayTarget(),
-			ClusterSettings: egv1a1.ClusterSettings{
-				Retry: &egv1a1.Retry{
-					NumRetries:             new(b.spec.NumRetries()),
-					NumAttemptsPerPriority: ptr.To[int32](1),
-					RetryOn:                b.spec.RetryOn(),
+	return policy(b, "BackendTrafficPolicy", names.FailoverPolicy(b.in.GatewayName), &egv1a1.BackendTrafficPolicySpec{
+		PolicyTargetReferences: b.gatewayTarget(),
+		ClusterSettings: egv1a1.ClusterSettings{
+			Retry: &egv1a1.Retry{
+				NumRetries:             new(b.spec.NumRetries()),
+				NumAttemptsPerPriority: ptr.To[int32](1),
+				RetryOn:                b.spec.RetryOn(),
+			},
+			HealthCheck: &egv1a1.HealthCheck{
+				Passive: &egv1a1.PassiveHealthCheck{
+					Interval:             ptr.To(gwapiv1.Duration("5s")),
+					Consecutive5xxErrors: ptr.To[uint32](5),
+					BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
+					MaxEjectionPercent:   ptr.To[int32](100),
 				},
-				HealthCheck: &egv1a1.HealthCheck{
-					Passive: &egv1a1.PassiveHealthCheck{
-						Interval:             ptr.To(gwapiv1.Duration("5s")),
-						Consecutive5xxErrors: ptr.To[uint32](5),
-						BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
-						MaxEjectionPercent:   ptr.To[int32](100),
-					},
-					PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
-				},
+				PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
 			},
 		},
-	}, remote.ReadyWhen(upstream.CELPolicyAccepted))
+	})
 }
 
 // clientPolicy lets whole LLM requests and responses through: AI Gateway's
@@ -238,18 +233,24 @@ func (b builder) failoverPolicy() *remote.Object {
 // stalling on flow control.
 func (b builder) clientPolicy() *remote.Object {
 	limit := b.spec.BufferLimit()
-	return b.wrap(&remote.Manifest[egv1a1.ClientTrafficPolicySpec]{
-		APIVersion: upstream.EnvoyGatewayAPIVersion,
-		Kind:       "ClientTrafficPolicy",
-		Metadata:   b.meta(names.ClientPolicy(b.in.GatewayName)),
-		Spec: &egv1a1.ClientTrafficPolicySpec{
-			PolicyTargetReferences: b.gatewayTarget(),
-			Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},
-			HTTP2: &egv1a1.HTTP2Settings{
-				InitialStreamWindowSize:     new(http2StreamWindow),
-				InitialConnectionWindowSize: new(http2ConnectionWindow),
-			},
+	return policy(b, "ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), &egv1a1.ClientTrafficPolicySpec{
+		PolicyTargetReferences: b.gatewayTarget(),
+		Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},
+		HTTP2: &egv1a1.HTTP2Settings{
+			InitialStreamWindowSize:     new(http2StreamWindow),
+			InitialConnectionWindowSize: new(http2ConnectionWindow),
 		},
+	})
+}
+
+// policy is an Envoy Gateway policy in the gateway namespace, whose Object
+// is Ready once Envoy Gateway has accepted it (upstream.CELPolicyAccepted).
+func policy[S any](b builder, kind, name string, spec *S) *remote.Object {
+	return b.wrap(&remote.Manifest[S]{
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
+		Kind:       kind,
+		Metadata:   b.meta(name),
+		Spec:       spec,
 	}, remote.ReadyWhen(upstream.CELPolicyAccepted))
 }
 
