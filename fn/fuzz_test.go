@@ -89,10 +89,12 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 		obsObject("gateway", gatewayManifest([]string{"", "203.0.113.10"}[s.intn(2)]))
 		obsObject("anchor-route", acceptedManifest("AIGatewayRoute", "a", s.intn(2) == 0))
 		obsObject("envoy-proxy", plainManifest("EnvoyProxy"))
-		obsObject("failover-policy", plainManifest("BackendTrafficPolicy"))
+		obsObject("failover-policy", policyManifest("BackendTrafficPolicy", s.intn(2) == 0))
+		obsObject("client-policy", policyManifest("ClientTrafficPolicy", s.intn(2) == 0))
+		obsObject("gateway-namespace", plainManifest("Namespace"))
 	case 1: // ModelRoute
 		var bs []obj
-		implied["namespace"], implied["route"] = true, true
+		implied["namespace"], implied["route"], implied["httproute"] = true, true, true
 		for i := range s.intn(5) {
 			n := fmt.Sprintf("b%d", s.intn(4))
 			key := ""
@@ -116,6 +118,7 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 		for _, n := range []string{"namespace", "route", "backend-b0", "aibackend-b0", "credential-b0", "credpolicy-b0", "backend-b7", "aibackend-b7"} {
 			obsObject(n, acceptedManifest("AIGatewayRoute", "r", s.intn(2) == 0))
 		}
+		obsObject("httproute", httpRouteManifest(s.intn(2) == 0, s.intn(2) == 0))
 		if s.intn(4) > 0 {
 			required = map[string][]obj{}
 			switch s.intn(4) {
