@@ -98,8 +98,8 @@ var breaks = []deliberateBreak{{
 		"when it adds its finalizer (crossplane-runtime v2.4.0 managed reconciler, AddFinalizer)",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\t\tbs.withKey[be.Name] = composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
-		new: "\t\tbs.withKey[be.Name] = true || composed && (o.HasReferences() || (o.Finalized() && o.Reported()))\n",
+		old: "\t\t\twithKey:   composed && (o.HasReferences() || (o.Finalized() && o.Reported())),\n",
+		new: "\t\t\twithKey:   true || composed && (o.HasReferences() || (o.Finalized() && o.Reported())),\n",
 	}},
 	// The world's look at every Object it observes, from scenario 2 on.
 	caughtBy: "holds the openrouter API key",
