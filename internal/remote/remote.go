@@ -363,3 +363,109 @@ func Carry(observed map[string]any) map[string]any {
 	}
 	return out
 }
+
+// SecretManifest is a Secret as the function desires it: no values, only
+// the keys a Secret of its type must have from its creation, each empty.
+// provider-kubernetes patches the values in from the control plane
+// (SecretCopy).
+type SecretManifest struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   Meta              `json:"metadata"`
+	Type       string            `json:"type"`
+	Data       map[string]string `json:"data,omitempty"`
+}
+
+// KeyCopy copies one value of a control-plane Secret: FieldPath is read
+// there, ToFieldPath written into the manifest.
+type KeyCopy struct {
+	FieldPath   string
+	ToFieldPath string
+}
+
+// SecretCopy is a Secret on the remote cluster whose values
+// provider-kubernetes copies from a Secret on the control plane each time
+// it applies the manifest (spec.references[].patchesFrom, read with its
+// control-plane client: provider-kubernetes v1.3.1
+// internal/controller/namespaced/object/object.go, resolveReferencies). The
+// values never pass through the function or into an Object's spec.
+//
+// The references are added only once the Object exists and carries the
+// provider's finalizer (CopyStateIn, MayReference). The provider patches
+// the values into its in-memory copy of the Object while observing, and on
+// an Object's first reconcile crossplane-runtime writes that copy back
+// with a full Update: once to add the finalizer (v2.4.0
+// pkg/reconciler/managed/reconciler.go, AddFinalizer, which
+// provider-kubernetes implements as Update) and once to mark the external
+// create pending. Either would store the values in the Object's spec.
+// Later reconciles only update the Object's status.
+//
+// The manifest carries the control-plane Secret's resourceVersion in
+// VersionAnnotation, so a changed Secret changes the Object's spec and the
+// provider applies it again at once, instead of at its next drift check
+// (--poll, ten minutes by default in v1.3.1).
+type SecretCopy struct {
+	// Meta names the Secret on the remote cluster.
+	Meta Meta
+	// Type is the Secret's type, which is immutable: it is set from the
+	// first composition on.
+	Type string
+	// Placeholders are keys the Secret's type requires from its creation;
+	// they are desired empty until the references fill them.
+	Placeholders []string
+	// Name and Namespace name the Secret on the control plane.
+	Name, Namespace string
+	// Keys are the values to copy.
+	Keys []KeyCopy
+	// Version is the control-plane Secret's resourceVersion; empty leaves
+	// the annotation out.
+	Version, VersionAnnotation string
+}
+
+// Object wraps the Secret in an Object for providerConfig: with its
+// references only when mayReference.
+func (c SecretCopy) Object(providerConfig string, mayReference bool, opts ...Option) *Object {
+	md := c.Meta
+	m := &SecretManifest{APIVersion: "v1", Kind: "Secret", Metadata: md, Type: c.Type}
+	if len(c.Placeholders) > 0 {
+		m.Data = make(map[string]string, len(c.Placeholders))
+		for _, k := range c.Placeholders {
+			m.Data[k] = ""
+		}
+	}
+	if mayReference {
+		if c.Version != "" && c.VersionAnnotation != "" {
+			annotations := map[string]string{c.VersionAnnotation: c.Version}
+			for k, v := range md.Annotations {
+				annotations[k] = v
+			}
+			m.Metadata.Annotations = annotations
+		}
+		for _, k := range c.Keys {
+			opts = append(opts, PatchFrom(PatchesFrom{
+				APIVersion: "v1", Kind: "Secret", Name: c.Name, Namespace: c.Namespace, FieldPath: &k.FieldPath,
+			}, k.ToFieldPath))
+		}
+	}
+	return Wrap(providerConfig, m, opts...)
+}
+
+// CopyState is how far the Object of a SecretCopy has come.
+type CopyState struct {
+	// MayReference: the provider has created the Object's Secret and
+	// finalized the Object, or the Object carries its references already,
+	// so the references may be (or stay) in its spec.
+	MayReference bool
+	// Delivered: the provider has synced the Object's current spec, with
+	// its references, so the remote Secret has the values.
+	Delivered bool
+}
+
+// CopyStateIn reads the CopyState of the observed Object under name.
+func CopyStateIn(obs map[string]Observed, name string) CopyState {
+	o, ok := obs[name]
+	return CopyState{
+		MayReference: ok && (o.HasReferences() || (o.Finalized() && o.Reported())),
+		Delivered:    ok && o.HasReferences() && o.Reported() && o.SyncedNow(),
+	}
+}

@@ -251,13 +251,9 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 			bs.usable = append(bs.usable, be)
 			continue
 		}
-		o, composed := req.Observed[prefixCredential+be.Name]
 		present, version, problem := apiKey(req, be)
-		c := keyState{
-			withKey:   composed && (o.HasReferences() || (o.Finalized() && o.Reported())),
-			delivered: composed && o.HasReferences() && o.Reported() && o.SyncedNow(),
-			version:   version,
-		}
+		cs := remote.CopyStateIn(req.Observed, prefixCredential+be.Name)
+		c := keyState{withKey: cs.MayReference, delivered: cs.Delivered, version: version}
 		bs.credentials[be.Name] = c
 		switch {
 		case problem != "":
