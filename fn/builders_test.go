@@ -19,12 +19,11 @@ import (
 // what is sent.
 func TestGatewayBuilders(t *testing.T) {
 	rsp := run(t, newRequest(t, gatewayXR(tlsSpec), nil, nil))
-	admit := &gwapiv1.AllowedRoutes{Namespaces: &gwapiv1.RouteNamespaces{
-		From: new(gwapiv1.NamespacesFromSelector),
-		Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists,
-		}}},
-	}}
+	admit := func(reqs ...metav1.LabelSelectorRequirement) *gwapiv1.AllowedRoutes {
+		return &gwapiv1.AllowedRoutes{Namespaces: &gwapiv1.RouteNamespaces{
+			From: new(gwapiv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchExpressions: reqs},
+		}}
+	}
 	gatewayRef := gwapiv1.ParentReference{
 		Group: new(gwapiv1.Group("gateway.networking.k8s.io")), Kind: new(gwapiv1.Kind("Gateway")),
 		Name: "inference-gateway", Namespace: new(gwapiv1.Namespace("modelplane-system")),
@@ -50,11 +49,16 @@ func TestGatewayBuilders(t *testing.T) {
 			Group: "gateway.envoyproxy.io", Kind: "EnvoyProxy", Name: "inference-gateway",
 		}},
 		Listeners: []gwapiv1.Listener{
-			{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: admit},
+			{Name: "http", Port: 80, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: admit(
+				metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpExists},
+			)},
 			{
 				Name: "https", Hostname: new(gwapiv1.Hostname("llm.example.com")), Port: 443, Protocol: gwapiv1.HTTPSProtocolType,
-				TLS:           &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModeTerminate), CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "llm-tls"}}},
-				AllowedRoutes: admit,
+				TLS: &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModeTerminate), CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "llm-tls"}}},
+				AllowedRoutes: admit(
+					metav1.LabelSelectorRequirement{Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists},
+					metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
+				),
 			},
 		},
 	}
@@ -70,6 +74,60 @@ func TestGatewayBuilders(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantAnchor, typedManifest[aigv1b1.AIGatewayRouteSpec](t, manifest(rsp, "anchor-route"))); diff != "" {
 		t.Errorf("anchor AIGatewayRoute spec: -want, +got:\n%s", diff)
+	}
+
+	httpRef := gatewayRef
+	httpRef.SectionName = new(gwapiv1.SectionName("http"))
+	wantFilter := egv1a1.HTTPRouteFilterSpec{DirectResponse: &egv1a1.HTTPDirectResponseFilter{
+		ContentType: new("application/json"),
+		Body:        &egv1a1.CustomResponseBody{Type: new(egv1a1.ResponseValueTypeInline), Inline: new(`{"status":"ok"}`)},
+		StatusCode:  new(200),
+	}}
+	if diff := cmp.Diff(wantFilter, typedManifest[egv1a1.HTTPRouteFilterSpec](t, manifest(rsp, "healthz-filter"))); diff != "" {
+		t.Errorf("health HTTPRouteFilter spec: -want, +got:\n%s", diff)
+	}
+	wantHealth := gwapiv1.HTTPRouteSpec{
+		CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{httpRef}},
+		Rules: []gwapiv1.HTTPRouteRule{{
+			Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: new(gwapiv1.PathMatchExact), Value: new("/healthz")}}},
+			Filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gwapiv1.LocalObjectReference{
+				Group: "gateway.envoyproxy.io", Kind: "HTTPRouteFilter", Name: "inference-gateway-healthz",
+			}}},
+		}},
+	}
+	if diff := cmp.Diff(wantHealth, typedManifest[gwapiv1.HTTPRouteSpec](t, manifest(rsp, "healthz-route"))); diff != "" {
+		t.Errorf("health HTTPRoute spec: -want, +got:\n%s", diff)
+	}
+	wantRedirect := gwapiv1.HTTPRouteSpec{
+		CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{httpRef}},
+		Rules: []gwapiv1.HTTPRouteRule{{
+			Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: new(gwapiv1.PathMatchPathPrefix), Value: new("/")}}},
+			Filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{
+				Scheme: new("https"), Hostname: new(gwapiv1.PreciseHostname("llm.example.com")), StatusCode: new(301),
+			}}},
+		}},
+	}
+	if diff := cmp.Diff(wantRedirect, typedManifest[gwapiv1.HTTPRouteSpec](t, manifest(rsp, "https-redirect-route"))); diff != "" {
+		t.Errorf("redirect HTTPRoute spec: -want, +got:\n%s", diff)
+	}
+	routeTarget := func(n string) gwapiv1.LocalPolicyTargetReferenceWithSectionName {
+		return gwapiv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwapiv1.LocalPolicyTargetReference{
+			Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Name: gwapiv1.ObjectName(n),
+		}}
+	}
+	wantPolicy := egv1a1.SecurityPolicySpec{
+		PolicyTargetReferences: egv1a1.PolicyTargetReferences{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{
+			routeTarget("inference-gateway-healthz"), routeTarget("inference-gateway-https-redirect"),
+		}},
+		Authorization: &egv1a1.Authorization{DefaultAction: new(egv1a1.AuthorizationActionAllow)},
+	}
+	if diff := cmp.Diff(wantPolicy, typedManifest[egv1a1.SecurityPolicySpec](t, manifest(rsp, "front-door-policy"))); diff != "" {
+		t.Errorf("front door SecurityPolicy spec: -want, +got:\n%s", diff)
+	}
+	for n, ns := range map[string]string{"healthz-filter": "modelplane-system-front-door", "healthz-route": "modelplane-system-front-door", "https-redirect-route": "modelplane-system-front-door", "front-door-policy": "modelplane-system-front-door"} {
+		if got := manifest(rsp, n)["metadata"].(obj)["namespace"]; got != ns {
+			t.Errorf("%s is in namespace %v, want %s", n, got, ns)
+		}
 	}
 }
 

@@ -81,6 +81,32 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 		for _, n := range allGateway {
 			implied[n] = true
 		}
+		// A TLS spec that is not well formed is Fatal; a well-formed one
+		// implies the redirect and a copy of each certificate's Secret.
+		if tls, ok := spec["tls"].(obj); ok {
+			implied["https-redirect-route"] = true
+			refs, _ := tls["certificateRefs"].([]any)
+			for _, r := range refs {
+				if rm, _ := r.(obj); rm != nil {
+					if n, ok := rm["name"].(string); ok {
+						implied["tls-secret-"+n] = true
+					}
+				}
+			}
+		}
+		obsObject("https-redirect-route", plainManifest("HTTPRoute"))
+		obsObject("tls-secret-tls", plainManifest("Secret"))
+		for _, n := range frontDoor() {
+			obsObject(n, plainManifest("HTTPRoute"))
+		}
+		switch s.intn(3) {
+		case 0:
+			required = map[string][]obj{"tls-secret-tls": {}}
+		case 1:
+			sec := tlsSecret(s.intn(2) == 0, s.intn(2) == 0)
+			sec["metadata"].(obj)["name"] = "tls"
+			required = map[string][]obj{"tls-secret-tls": {sec}}
+		}
 		dep := deploymentManifest(float64(s.intn(4)), float64(s.intn(4)), s.intn(2) == 0, float64(s.intn(4)), float64(s.intn(4)), float64(s.intn(4)))
 		if s.intn(8) == 0 {
 			dep["status"].(obj)["replicas"] = s.value(2.0)

@@ -33,13 +33,21 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 		"anchor-route":      object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
 		"failover-policy":   object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
 	}
+	for _, n := range frontDoor() {
+		o[n] = object(n, plainManifest("HTTPRoute"), true, true)
+	}
 	// The provider's own Ready is set True even where the function must
 	// not trust it, to show the function reads the manifest instead.
 	o["envoy-deployment"] = object("envoy-deployment", dep, depSynced, true)
 	return o
 }
 
-var allGateway = []string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace"}
+var allGateway = append([]string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace"}, frontDoor()...)
+
+// frontDoor names the front door's Objects of a gateway without TLS.
+func frontDoor() []string {
+	return []string{"front-door-namespace", "healthz-filter", "healthz-route", "front-door-policy"}
+}
 
 func readiness(ready ...string) map[string]string {
 	out := map[string]string{}
@@ -89,7 +97,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("", true, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"has no address yet"}},
 		},
@@ -98,7 +106,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", false, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/AnchorNotAccepted"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`anchor AIGatewayRoute "inference-gateway-anchor"`}},
 		},
@@ -110,7 +118,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			}(),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`Envoy Deployment "envoy-modelplane-system-inference-gateway" in "envoy-gateway-system" has not been observed`}},
 		},
@@ -119,7 +127,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, false), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"external resource does not exist"}},
 		},
@@ -137,7 +145,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 3, 1, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"1 of 3 replicas run the current template"}},
 		},
@@ -155,7 +163,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "replicas": 0}), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 0, 0, 0), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/NoReplicaAvailable"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"0 of 0 replicas are available"}},
 		},
@@ -164,7 +172,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(1, 1, false, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/ExtProcMarkerMissing"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"aigateway.envoyproxy.io/extproc-config-hash"}},
 		},
@@ -173,16 +181,16 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(4, 3, true, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GenerationNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"generation 4", "observedGeneration 3"}},
 		},
 		"TLSRolledOut": {
-			reason: "A TLS gateway reaches GatewayReady like a plain one.",
-			req:    newRequest(t, gatewayXR(tlsSpec), observedGateway("203.0.113.10", true, rolled, true), nil),
+			reason: "A TLS gateway whose certificate reached the gateway cluster reaches GatewayReady like a plain one.",
+			req:    newRequest(t, gatewayXR(tlsSpec), observedTLSGateway(true), map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, true)}}),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_TRUE/Serving"},
-				Resources:  readiness(allGateway...),
+				Resources:  readiness(append(allGateway, "https-redirect-route", "tls-secret-llm-tls")...),
 				XRReady:    "READY_UNSPECIFIED",
 			}},
 		},
@@ -220,10 +228,12 @@ func TestGatewayManifests(t *testing.T) {
 			reason: "With TLS an https listener on 443 terminates TLS for the hostname.",
 			spec:   tlsSpec,
 			listeners: []any{
-				obj{"name": "http", "port": 80.0, "protocol": "HTTP", "allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}}}}}},
+				obj{"name": "http", "port": 80.0, "protocol": "HTTP", "allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.FrontDoorLabel, "operator": "Exists"}}}}}},
 				obj{"name": "https", "port": 443.0, "protocol": "HTTPS", "hostname": "llm.example.com",
-					"tls":           obj{"mode": "Terminate", "certificateRefs": []any{obj{"name": "llm-tls"}}},
-					"allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}}}}}},
+					"tls": obj{"mode": "Terminate", "certificateRefs": []any{obj{"name": "llm-tls"}}},
+					"allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{
+						obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}, obj{"key": names.FrontDoorLabel, "operator": "DoesNotExist"},
+					}}}}},
 			},
 		},
 	}

@@ -27,7 +27,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	b := builder{in: req.Input, spec: spec}
-	ev, err := b.observe(req.Observed, rule)
+	secrets := b.readTLSSecrets(req)
+	ev, err := b.observe(req.Observed, rule, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +45,28 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
+
+			ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
+			ResourceHealthFilter:       {Object: b.healthFilter(), Ready: ready(ResourceHealthFilter)},
+			ResourceHealthRoute:        {Object: b.healthRoute(), Ready: ready(ResourceHealthRoute)},
+			ResourceFrontDoorPolicy:    {Object: b.frontDoorPolicy(), Ready: ready(ResourceFrontDoorPolicy)},
 		},
-		Implied:    map[string]bool{},
-		Status:     b.status(ev),
-		Conditions: []compose.Condition{c},
-		Ready:      c.Status,
+		Implied:      spec.Implied(),
+		Status:       b.status(ev),
+		Conditions:   []compose.Condition{c},
+		Ready:        c.Status,
+		Requirements: b.tlsRequirements(),
 	}
-	for _, n := range Resources {
-		res.Implied[n] = true
+	if spec.TLSEnabled() {
+		res.Resources[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: ready(ResourceRedirectRoute)}
+	}
+	// A TLS Secret that is missing on the control plane is not built: the
+	// one composed before, if any, is carried forward (it is implied), so
+	// the https listener keeps its certificate.
+	for _, s := range secrets {
+		if s.present {
+			res.Resources[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.copy.Delivered}
+		}
 	}
 	return res, nil
 }

@@ -26,6 +26,16 @@ const (
 	// ext-proc sidecar.
 	ReasonReady = "Serving"
 
+	// ReasonClusterAlreadyHasGateway: another InferenceGateway serves on
+	// the same cluster (providerConfigName); this one composes nothing
+	// there.
+	ReasonClusterAlreadyHasGateway = "ClusterAlreadyHasGateway"
+
+	// ReasonSecretsMissing: a TLS Secret named by spec.tls.certificateRefs
+	// is missing on the control plane, lacks tls.crt or tls.key, or has not
+	// reached the gateway cluster yet.
+	ReasonSecretsMissing = "SecretsMissing"
+
 	// ReasonNotProgrammed: the Gateway has no address yet.
 	ReasonNotProgrammed = "GatewayNotProgrammed"
 
@@ -67,8 +77,9 @@ type evidence struct {
 // each check adding a problem in the order of the conditions table. It
 // trusts only a live manifest: an observe-only Object keeps its old
 // manifest and Ready condition after the remote object is gone.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule) (*evidence, error) {
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret) (*evidence, error) {
 	e := &evidence{}
+	b.observeTLS(e, secrets)
 	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy} {
 		if err := check(e, obs); err != nil {
 			return nil, err

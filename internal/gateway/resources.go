@@ -3,7 +3,6 @@ package gateway
 import (
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,11 +22,27 @@ const (
 	ResourceFailoverPolicy  = "failover-policy"
 	ResourceClientPolicy    = "client-policy"
 	ResourceEnvoyDeployment = "envoy-deployment"
+
+	// The front door: the gateway's own routes on the plain HTTP
+	// listener, in their own namespace, open to every caller.
+	ResourceFrontDoorNamespace = "front-door-namespace"
+	ResourceHealthFilter       = "healthz-filter"
+	ResourceHealthRoute        = "healthz-route"
+	ResourceFrontDoorPolicy    = "front-door-policy"
+	// ResourceRedirectRoute is composed only with TLS.
+	ResourceRedirectRoute = "https-redirect-route"
+
+	// ResourceTLSSecretPrefix, followed by the Secret's name, is a TLS
+	// Secret copied from the control plane; composed only with TLS.
+	ResourceTLSSecretPrefix = "tls-secret-"
 )
 
 // Resources lists every composition resource name an InferenceGateway
-// implies.
-var Resources = []string{ResourceNamespace, ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceClientPolicy, ResourceEnvoyDeployment}
+// implies whatever its spec; Spec.Implied adds those of TLS.
+var Resources = []string{
+	ResourceNamespace, ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceClientPolicy, ResourceEnvoyDeployment,
+	ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
+}
 
 // Listener names and ports. Model routes bind to one of them by sectionName.
 const (
@@ -110,18 +125,14 @@ func (b builder) envoyProxy() *remote.Object {
 	})
 }
 
-// gateway admits routes from team namespaces, which carry the
-// TeamNamespaceLabel, on an http listener and, with TLS, an https listener
-// that terminates TLS.
+// gateway has a plain HTTP listener on 80 and, with TLS, an https listener
+// on 443 that terminates TLS. Which namespaces each admits is
+// listenerAdmission's; none admits the gateway namespace, so the anchor
+// route is never served.
 func (b builder) gateway() *remote.Object {
-	admit := &gwapiv1.AllowedRoutes{Namespaces: &gwapiv1.RouteNamespaces{
-		From: ptr.To(gwapiv1.NamespacesFromSelector),
-		Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists,
-		}}},
-	}}
+	httpAdmits, httpsAdmits := b.listenerAdmission()
 	listeners := []gwapiv1.Listener{{
-		Name: ListenerHTTP, Port: portHTTP, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: admit,
+		Name: ListenerHTTP, Port: portHTTP, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: httpAdmits,
 	}}
 	if b.spec.TLSEnabled() {
 		refs := make([]gwapiv1.SecretObjectReference, len(b.spec.TLS.CertificateRefs))
@@ -134,7 +145,7 @@ func (b builder) gateway() *remote.Object {
 			Port:          portHTTPS,
 			Protocol:      gwapiv1.HTTPSProtocolType,
 			TLS:           &gwapiv1.ListenerTLSConfig{Mode: ptr.To(gwapiv1.TLSModeTerminate), CertificateRefs: refs},
-			AllowedRoutes: admit,
+			AllowedRoutes: httpsAdmits,
 		})
 	}
 	class := b.spec.ClassName

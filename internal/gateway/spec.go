@@ -178,6 +178,22 @@ func ReadSpec(xr map[string]any) (*Spec, error) {
 	return s, err
 }
 
+// Implied names every composition resource the spec implies: Resources,
+// and with TLS the redirect route and a copied Secret per certificateRef.
+func (s *Spec) Implied() map[string]bool {
+	out := make(map[string]bool, len(Resources)+2)
+	for _, n := range Resources {
+		out[n] = true
+	}
+	if s.TLSEnabled() {
+		out[ResourceRedirectRoute] = true
+		for _, r := range s.TLS.CertificateRefs {
+			out[ResourceTLSSecretPrefix+r.Name] = true
+		}
+	}
+	return out
+}
+
 // TLSEnabled reports whether the gateway terminates TLS.
 func (s *Spec) TLSEnabled() bool { return s.TLS != nil }
 

@@ -67,6 +67,32 @@ const (
 	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
 	ClientPolicySuffix = "client"
 
+	// FrontDoorLabel marks the front-door namespace on the gateway
+	// cluster, which holds the gateway's own routes (health check and
+	// HTTPS redirect); its value is the Gateway's name. With TLS the plain
+	// HTTP listener admits only namespaces with this label.
+	FrontDoorLabel = "modelplane.ai/front-door"
+
+	// FrontDoorSuffix names the front-door namespace, <gateway
+	// namespace>-front-door, and its SecurityPolicy, <gateway>-front-door.
+	FrontDoorSuffix = "front-door"
+
+	// HealthSuffix names the health check's HTTPRoute and HTTPRouteFilter:
+	// <gateway>-healthz.
+	HealthSuffix = "healthz"
+
+	// RedirectSuffix names the HTTPS redirect's HTTPRoute:
+	// <gateway>-https-redirect.
+	RedirectSuffix = "https-redirect"
+
+	// HealthPath is the path the health check answers on.
+	HealthPath = "/healthz"
+
+	// SecretVersionAnnotation is set on a TLS Secret on the gateway
+	// cluster to the resourceVersion of the control-plane Secret it is
+	// copied from.
+	SecretVersionAnnotation = "modelplane.ai/secret-version"
+
 	// TeamNamespacePrefix starts every team namespace on the gateway cluster.
 	TeamNamespacePrefix = "mp"
 
@@ -105,6 +131,13 @@ func FailoverPolicy(gatewayName string) string {
 // ClientPolicy is the name of the gateway's ClientTrafficPolicy.
 func ClientPolicy(gatewayName string) string {
 	return Child(gatewayName, ClientPolicySuffix)
+}
+
+// FrontDoorNamespace is the namespace on the gateway cluster that holds the
+// gateway's own routes. It is not the gateway namespace, which no listener
+// admits, so that the anchor route there is never served.
+func FrontDoorNamespace(gatewayNamespace string) string {
+	return Child(gatewayNamespace, FrontDoorSuffix)
 }
 
 // TeamNamespace is the namespace on the gateway cluster that holds the

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+)
+
+// requireTLSSecretPrefix, followed by the Secret's name, names the
+// requirement for a TLS Secret on the control plane.
+const requireTLSSecretPrefix = "tls-secret-"
+
+// tlsSecret is what the function knows of one certificateRef's Secret.
+type tlsSecret struct {
+	name string
+	// present: the control-plane Secret exists with both keys.
+	present bool
+	// version is its resourceVersion.
+	version string
+	// problem says what is wrong with it, for SecretsMissing.
+	problem string
+	copy    remote.CopyState
+}
+
+// tlsRequirements asks for each certificateRef's Secret by name in the
+// Input's objectNamespace on the control plane.
+func (b builder) tlsRequirements() map[string]compose.Requirement {
+	out := map[string]compose.Requirement{}
+	if !b.spec.TLSEnabled() {
+		return out
+	}
+	for _, r := range b.spec.TLS.CertificateRefs {
+		out[requireTLSSecretPrefix+r.Name] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: r.Name, Namespace: b.in.ObjectNamespace}
+	}
+	return out
+}
+
+// readTLSSecrets reads each certificateRef's Secret from the required
+// resources. It looks only at whether tls.crt and tls.key are there, never
+// at their values, which only provider-kubernetes copies.
+func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
+	if !b.spec.TLSEnabled() {
+		return nil
+	}
+	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))
+	for _, r := range b.spec.TLS.CertificateRefs {
+		s := tlsSecret{name: r.Name, copy: remote.CopyStateIn(req.Observed, ResourceTLSSecretPrefix+r.Name)}
+		items, resolved := req.Required[requireTLSSecretPrefix+r.Name]
+		switch {
+		case !resolved:
+			// Not fetched yet: Crossplane calls again with it.
+		case len(items) == 0:
+			s.problem = fmt.Sprintf("the TLS Secret %q does not exist in %q on the control plane; create it (type kubernetes.io/tls) or fix spec.tls.certificateRefs", r.Name, b.in.ObjectNamespace)
+		default:
+			md, _ := items[0]["metadata"].(map[string]any)
+			s.version, _ = md["resourceVersion"].(string)
+			data, _ := items[0]["data"].(map[string]any)
+			var missing []string
+			for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+				if v, _ := data[k].(string); v == "" {
+					missing = append(missing, k)
+				}
+			}
+			if len(missing) > 0 {
+				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane has no %s; add the certificate and key", r.Name, b.in.ObjectNamespace, strings.Join(missing, " or "))
+			} else {
+				s.present = true
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// observeTLS adds SecretsMissing for each TLS Secret that is missing or
+// incomplete on the control plane, or has not reached the gateway cluster
+// yet: the https listener cannot terminate TLS without it.
+func (b builder) observeTLS(e *evidence, secrets []tlsSecret) {
+	for _, s := range secrets {
+		switch {
+		case s.problem != "":
+			e.problems.Add(ReasonSecretsMissing, s.problem)
+		case !s.present:
+			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
+		case !s.copy.Delivered:
+			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
+		}
+	}
+}
+
+// tlsSecretObject is the certificateRef's kubernetes.io/tls Secret in the
+// gateway namespace, copied from the control plane by provider-kubernetes
+// in two steps (remote.SecretCopy). A kubernetes.io/tls Secret must have
+// both keys from its creation, empty or not (kubernetes
+// pkg/apis/core/validation/validation.go, ValidateSecret), and its type is
+// immutable, so the first step creates it with empty values.
+func (b builder) tlsSecretObject(s tlsSecret) *remote.Object {
+	return remote.SecretCopy{
+		Meta:         b.meta(s.name),
+		Type:         string(corev1.SecretTypeTLS),
+		Placeholders: []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey},
+		Name:         s.name, Namespace: b.in.ObjectNamespace,
+		// Brackets, because the keys hold dots.
+		Keys: []remote.KeyCopy{
+			{FieldPath: "data[" + corev1.TLSCertKey + "]", ToFieldPath: "data[" + corev1.TLSCertKey + "]"},
+			{FieldPath: "data[" + corev1.TLSPrivateKeyKey + "]", ToFieldPath: "data[" + corev1.TLSPrivateKeyKey + "]"},
+		},
+		Version: s.version, VersionAnnotation: names.SecretVersionAnnotation,
+	}.Object(b.spec.ProviderConfigName, s.copy.MayReference, remote.InNamespace(b.in.ObjectNamespace))
+}
