@@ -118,6 +118,20 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 		obsObject("failover-policy", policyManifest("BackendTrafficPolicy", s.intn(2) == 0))
 		obsObject("client-policy", policyManifest("ClientTrafficPolicy", s.intn(2) == 0))
 		obsObject("gateway-namespace", plainManifest("Namespace"))
+		// Sometimes another InferenceGateway serves the same cluster: this
+		// one loses it and releases (desires observe-only) all it observed.
+		if s.intn(4) == 0 {
+			if required == nil {
+				required = map[string][]obj{}
+			}
+			required["inference-gateways"] = []obj{namedGateway("prod", "2026-01-01T00:00:00Z", "203.0.113.10"), xr}
+			if spec["providerConfigName"] == "gpu-cluster-1" {
+				implied = map[string]bool{}
+				for n := range observed {
+					implied[n] = true
+				}
+			}
+		}
 	case 1: // ModelRoute
 		var bs []obj
 		implied["namespace"], implied["route"], implied["httproute"] = true, true, true

@@ -154,6 +154,20 @@ func writeRequirements(rsp *fnv1.RunFunctionResponse, reqs map[string]compose.Re
 			Kind:       r.Kind,
 			Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
 		}
+		if r.Name == "" {
+			// An empty label set selects every resource of the kind: Crossplane
+			// lists with client.MatchingLabels of the set (crossplane v2.2.0
+			// internal/xfn/required_resources.go,
+			// ExistingRequiredResourcesFetcher.Fetch), and crossplane render
+			// matches labels.SelectorFromSet of it, which matches everything,
+			// but only when MatchLabels is set at all (cmd/crank/render/
+			// render.go, FilteringFetcher.Fetch). So MatchLabels is never nil.
+			labels := r.MatchLabels
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			sel.Match = &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: labels}}
+		}
 		if r.Namespace != "" {
 			ns := r.Namespace
 			sel.Namespace = &ns

@@ -78,11 +78,15 @@ type Condition struct {
 	Message string
 }
 
-// Requirement asks Crossplane for one resource by name.
+// Requirement asks Crossplane for one resource by name, or, without a
+// name, for every resource of the kind that carries MatchLabels (all of
+// them when MatchLabels is empty).
 type Requirement struct {
 	APIVersion string
 	Kind       string
 	Name       string
+	// MatchLabels selects by label when Name is empty.
+	MatchLabels map[string]string
 	// Namespace is empty for a cluster-scoped resource.
 	Namespace string
 }

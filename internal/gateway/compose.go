@@ -26,6 +26,11 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	apiVersion, _ := req.Composite["apiVersion"].(string)
+	self, _ := claimantOf(req.Composite)
+	if w, ok := clusterWinner(req, spec.ProviderConfigName); ok && w.Name != self.Name {
+		return lose(req, self, w, spec.ProviderConfigName, apiVersion), nil
+	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	ev, err := b.observe(req.Observed, rule, secrets)
@@ -57,6 +62,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Ready:        c.Status,
 		Requirements: b.tlsRequirements(),
 	}
+	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
 	if spec.TLSEnabled() {
 		res.Resources[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: ready(ResourceRedirectRoute)}
 	}
