@@ -6,6 +6,7 @@ import (
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -29,15 +30,49 @@ func TestGatewayBuilders(t *testing.T) {
 		Name: "inference-gateway", Namespace: new(gwapiv1.Namespace("modelplane-system")),
 	}
 
+	envoyPods := &metav1.LabelSelector{MatchLabels: map[string]string{
+		"gateway.envoyproxy.io/owning-gateway-name": "inference-gateway", "gateway.envoyproxy.io/owning-gateway-namespace": "modelplane-system",
+	}}
+	spreadOver := func(key string) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: envoyPods, MatchLabelKeys: []string{"pod-template-hash"},
+		}
+	}
 	wantProxy := egv1a1.EnvoyProxySpec{
 		MergeType: new(egv1a1.StrategicMerge),
 		Provider: &egv1a1.EnvoyProxyProvider{
 			Type: egv1a1.EnvoyProxyProviderTypeKubernetes,
 			Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
-				EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{Name: new("envoy-modelplane-system-inference-gateway"), Replicas: new(int32(2))},
-				EnvoyPDB:        &egv1a1.KubernetesPodDisruptionBudgetSpec{MaxUnavailable: new(intstr.FromInt32(1))},
+				EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
+					Name: new("envoy-modelplane-system-inference-gateway"), Replicas: new(int32(2)),
+					Pod: &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+						spreadOver("kubernetes.io/hostname"), spreadOver("topology.kubernetes.io/zone"),
+					}},
+				},
+				EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{MaxUnavailable: new(intstr.FromInt32(1))},
 			},
 		},
+		Shutdown: &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration("300s"))},
+		Telemetry: &egv1a1.ProxyTelemetry{AccessLog: &egv1a1.ProxyAccessLog{Settings: []egv1a1.ProxyAccessLogSetting{{
+			Format: &egv1a1.ProxyAccessLogFormat{Type: new(egv1a1.ProxyAccessLogFormatTypeJSON), JSON: map[string]string{
+				"start_time":     "%START_TIME%",
+				"method":         "%REQ(:METHOD)%",
+				"path":           "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+				"response_code":  "%RESPONSE_CODE%",
+				"response_flags": "%RESPONSE_FLAGS%",
+				"duration_ms":    "%DURATION%",
+				"client_address": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+				"caller":         "%REQ(x-modelplane-caller)%",
+				"model":          "%REQ(x-ai-eg-model)%",
+				"response_model": "%DYNAMIC_METADATA(io.envoy.ai_gateway:response_model)%",
+				"backend":        "%DYNAMIC_METADATA(io.envoy.ai_gateway:backend_name)%",
+				"upstream_host":  "%UPSTREAM_HOST%",
+				"input_tokens":   "%DYNAMIC_METADATA(io.envoy.ai_gateway:llm_input_token)%",
+				"output_tokens":  "%DYNAMIC_METADATA(io.envoy.ai_gateway:llm_output_token)%",
+				"total_tokens":   "%DYNAMIC_METADATA(io.envoy.ai_gateway:llm_total_token)%",
+			}},
+			Sinks: []egv1a1.ProxyAccessLogSink{{Type: egv1a1.ProxyAccessLogSinkTypeFile, File: &egv1a1.FileEnvoyProxyAccessLog{Path: "/dev/stdout"}}},
+		}}}},
 	}
 	if diff := cmp.Diff(wantProxy, typedManifest[egv1a1.EnvoyProxySpec](t, manifest(rsp, "envoy-proxy"))); diff != "" {
 		t.Errorf("EnvoyProxy spec: -want, +got:\n%s", diff)

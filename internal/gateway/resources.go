@@ -100,6 +100,10 @@ func (b builder) namespace() *remote.Object {
 // survive and only what is set here wins (gateway v1.8.1
 // internal/gatewayapi/envoyproxy_merge.go, MergeEnvoyProxyConfigs: without
 // mergeType the Gateway's EnvoyProxy replaces the class's wholesale).
+//
+// It also sets what long-lived streaming traffic needs (envoy.go): a drain
+// timeout a completion can finish in, pods spread across nodes and zones,
+// and a JSON access log.
 func (b builder) envoyProxy() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.EnvoyProxySpec]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,
@@ -113,6 +117,7 @@ func (b builder) envoyProxy() *remote.Object {
 					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
 						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
 						Replicas: new(b.spec.ReplicaCount()),
+						Pod:      &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: b.spread()},
 					},
 					// One pod may be drained at a time; the rollout rule
 					// keeps GatewayReady True while the other serves.
@@ -121,6 +126,8 @@ func (b builder) envoyProxy() *remote.Object {
 					},
 				},
 			},
+			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: ptr.To(gwapiv1.Duration(b.spec.DrainTimeoutValue()))},
+			Telemetry: b.telemetry(),
 		},
 	})
 }

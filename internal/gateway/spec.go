@@ -6,10 +6,13 @@ package gateway
 
 import (
 	"math"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -101,6 +104,36 @@ type Spec struct {
 
 	// Failover tunes how requests fail over between priority tiers.
 	Failover *Failover `json:"failover,omitempty"`
+
+	// Envoy tunes the Envoy pods for long-lived streaming traffic.
+	Envoy *Envoy `json:"envoy,omitempty"`
+}
+
+// Envoy tunes the Envoy pods. Each setting changes their template, so a
+// change rolls Envoy (and GatewayReady is False until the rollout is done).
+type Envoy struct {
+	// DrainTimeout is how long a terminating Envoy keeps serving the
+	// connections it has, a Gateway API duration such as 300s.
+	DrainTimeout *string `json:"drainTimeout,omitempty"`
+
+	// Spread spreads the Envoy pods across nodes and zones.
+	Spread *Spread `json:"spread,omitempty"`
+
+	// AccessLog writes one JSON line per request to Envoy's stdout.
+	AccessLog *AccessLog `json:"accessLog,omitempty"`
+}
+
+// Spread spreads the Envoy pods across nodes and zones.
+type Spread struct {
+	// WhenUnsatisfiable is ScheduleAnyway (prefer spreading) or
+	// DoNotSchedule (require it).
+	WhenUnsatisfiable string `json:"whenUnsatisfiable,omitempty"`
+}
+
+// AccessLog configures Envoy's access log.
+type AccessLog struct {
+	// Enabled writes the JSON access log; false leaves the GatewayClass's.
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Connection tunes the gateway's client connections.
@@ -274,6 +307,9 @@ func (s *Spec) validate() error {
 	if err := s.validateFailover(); err != nil {
 		return err
 	}
+	if err := s.validateEnvoy(); err != nil {
+		return err
+	}
 	if s.TLS != nil {
 		if s.Hostname == "" {
 			return errors.New("cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for")
@@ -285,6 +321,75 @@ func (s *Spec) validate() error {
 			if r.Name == "" {
 				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
 			}
+		}
+	}
+	return nil
+}
+
+// Envoy defaults.
+const (
+	// DefaultDrainTimeout lets a streaming completion finish while its
+	// Envoy pod is replaced: Envoy Gateway's own default is 60 s
+	// (gateway v1.8.1 api/v1alpha1/envoyproxy_types.go, ShutdownConfig),
+	// shorter than many completions. Modelplane uses 300 s.
+	DefaultDrainTimeout = "300s"
+
+	// maxDrainTimeout bounds the drain: Envoy Gateway gives the pod a
+	// termination grace period of the drain timeout plus 300 s
+	// (internal/infrastructure/kubernetes/proxy/resource_provider.go,
+	// expectedTerminationGracePeriodSeconds), and a rollout waits that long
+	// for every old pod.
+	maxDrainTimeout = time.Hour
+
+	// DefaultWhenUnsatisfiable prefers spreading but never leaves a pod
+	// pending for want of another node or zone.
+	DefaultWhenUnsatisfiable = corev1.ScheduleAnyway
+)
+
+// DrainTimeoutValue is spec.envoy.drainTimeout or its default.
+func (s *Spec) DrainTimeoutValue() string {
+	if s.Envoy == nil || s.Envoy.DrainTimeout == nil {
+		return DefaultDrainTimeout
+	}
+	return *s.Envoy.DrainTimeout
+}
+
+// WhenUnsatisfiable is spec.envoy.spread.whenUnsatisfiable or its default.
+func (s *Spec) WhenUnsatisfiable() corev1.UnsatisfiableConstraintAction {
+	if s.Envoy == nil || s.Envoy.Spread == nil || s.Envoy.Spread.WhenUnsatisfiable == "" {
+		return DefaultWhenUnsatisfiable
+	}
+	return corev1.UnsatisfiableConstraintAction(s.Envoy.Spread.WhenUnsatisfiable)
+}
+
+// AccessLogEnabled is spec.envoy.accessLog.enabled or its default, true.
+func (s *Spec) AccessLogEnabled() bool {
+	if s.Envoy == nil || s.Envoy.AccessLog == nil || s.Envoy.AccessLog.Enabled == nil {
+		return true
+	}
+	return *s.Envoy.AccessLog.Enabled
+}
+
+// gatewayDuration is Gateway API's Duration (gateway-api v1.5.1
+// apis/v1/shared_types.go, Duration), which the EnvoyProxy's drainTimeout
+// must match; Envoy Gateway then parses it with time.ParseDuration.
+var gatewayDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+func (s *Spec) validateEnvoy() error {
+	if s.Envoy == nil {
+		return nil
+	}
+	if d := s.Envoy.DrainTimeout; d != nil {
+		v, err := time.ParseDuration(*d)
+		if !gatewayDuration.MatchString(*d) || err != nil || v < time.Second || v > maxDrainTimeout {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, DefaultDrainTimeout)
+		}
+	}
+	if sp := s.Envoy.Spread; sp != nil && sp.WhenUnsatisfiable != "" {
+		switch corev1.UnsatisfiableConstraintAction(sp.WhenUnsatisfiable) {
+		case corev1.ScheduleAnyway, corev1.DoNotSchedule:
+		default:
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.spread.whenUnsatisfiable is %q; set ScheduleAnyway (the default) or DoNotSchedule", sp.WhenUnsatisfiable)
 		}
 	}
 	return nil

@@ -19,6 +19,14 @@ func TestReadSpec(t *testing.T) {
 		"BadHostname":     {reason: "A hostname must be a DNS name.", spec: map[string]any{"providerConfigName": "p", "hostname": "Not A Host"}, wantErr: `spec.hostname "Not A Host" is not a hostname`},
 		"TLSNoCerts":      {reason: "TLS needs a certificate.", spec: map[string]any{"providerConfigName": "p", "hostname": "a.b", "tls": map[string]any{}}, wantErr: "spec.tls.certificateRefs is empty"},
 		"TLSEmptyName":    {reason: "A certificate ref needs a name.", spec: map[string]any{"providerConfigName": "p", "hostname": "a.b", "tls": map[string]any{"certificateRefs": []any{map[string]any{}}}}, wantErr: "spec.tls.certificateRefs[0].name is empty"},
+		"Envoy": {reason: "Every Envoy setting.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{
+			"drainTimeout": "10m", "spread": map[string]any{"whenUnsatisfiable": "DoNotSchedule"}, "accessLog": map[string]any{"enabled": false},
+		}}},
+		"DrainNotDuration": {reason: "The drain timeout is a Gateway API duration.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "5 minutes"}}, wantErr: `spec.envoy.drainTimeout "5 minutes" is not a duration`},
+		"DrainGoOnly":      {reason: "Go durations Gateway API refuses are refused.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "1.5m"}}, wantErr: "spec.envoy.drainTimeout"},
+		"DrainTooLong":     {reason: "At most an hour.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "2h"}}, wantErr: "from 1s to 1h"},
+		"DrainZero":        {reason: "At least a second.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "0s"}}, wantErr: "from 1s to 1h"},
+		"SpreadUnknown":    {reason: "Only the two Kubernetes actions.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"spread": map[string]any{"whenUnsatisfiable": "Sometimes"}}}, wantErr: `spec.envoy.spread.whenUnsatisfiable is "Sometimes"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -49,6 +49,11 @@ const (
 	// internal/controller/gateway.go, the models list).
 	ModelHeader = "x-ai-eg-model"
 
+	// CallerHeader carries the caller's identity once caller
+	// authentication has accepted its key (Envoy Gateway's apiKeyAuth
+	// forwardClientIDHeader); the access log records it.
+	CallerHeader = "x-modelplane-caller"
+
 	// TeamNamespaceLabel is the label key a team namespace carries, and the
 	// key the Gateway's listeners admit routes by.
 	TeamNamespaceLabel = "modelplane.ai/namespace"

@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+)
+
+// Envoy Gateway's labels on the Envoy pods of a Gateway (gateway v1.8.1
+// internal/gatewayapi/translator.go, OwningGatewayNameLabel and
+// OwningGatewayNamespaceLabel).
+const (
+	labelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"
+	labelOwningGatewayNamespace = "gateway.envoyproxy.io/owning-gateway-namespace"
+)
+
+// spreadTopologyKeys are the node and zone labels the Envoy pods are
+// spread over (the well-known Kubernetes labels).
+var spreadTopologyKeys = []string{corev1.LabelHostname, corev1.LabelTopologyZone}
+
+// spread keeps the Envoy pods on different nodes and zones, so one node or
+// zone going down leaves a pod serving. Envoy Gateway copies the
+// constraints into the pod template as they are and fills in no selector
+// (gateway v1.8.1 internal/infrastructure/kubernetes/proxy/
+// resource_provider.go, Deployment), so they select this Gateway's Envoy
+// pods by Envoy Gateway's owning-gateway labels themselves, and
+// matchLabelKeys pod-template-hash counts only the pods of the same
+// template, so that a rollout's old pods do not skew the new ones.
+func (b builder) spread() []corev1.TopologySpreadConstraint {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{
+		labelOwningGatewayName:      b.in.GatewayName,
+		labelOwningGatewayNamespace: b.in.GatewayNamespace,
+	}}
+	out := make([]corev1.TopologySpreadConstraint, len(spreadTopologyKeys))
+	for i, k := range spreadTopologyKeys {
+		out[i] = corev1.TopologySpreadConstraint{
+			MaxSkew:           1,
+			TopologyKey:       k,
+			WhenUnsatisfiable: b.spec.WhenUnsatisfiable(),
+			LabelSelector:     sel,
+			MatchLabelKeys:    []string{"pod-template-hash"},
+		}
+	}
+	return out
+}
+
+// aiGatewayMetadata is the dynamic-metadata namespace AI Gateway's
+// ext-proc writes per request: the llmRequestCosts of the route under their
+// metadataKey (the ModelRoute's llm_input_token, llm_output_token,
+// llm_total_token), backend_name, model_name_override and response_model
+// (ai-gateway v1.0.0 api/v1beta1/shared_types.go,
+// AIGatewayFilterMetadataNamespace; internal/extproc/processor_impl.go,
+// buildDynamicMetadata).
+const aiGatewayMetadata = "io.envoy.ai_gateway"
+
+// AccessLogFields is the JSON access log: one line per request with the
+// caller, the model, the backend and the token counts, in Envoy's command
+// operators. The caller is the header caller authentication forwards the
+// client's identity in (names.CallerHeader), and the client address.
+var AccessLogFields = map[string]string{
+	"start_time":     "%START_TIME%",
+	"method":         "%REQ(:METHOD)%",
+	"path":           "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+	"response_code":  "%RESPONSE_CODE%",
+	"response_flags": "%RESPONSE_FLAGS%",
+	"duration_ms":    "%DURATION%",
+	"client_address": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+	"caller":         "%REQ(" + names.CallerHeader + ")%",
+	"model":          "%REQ(" + names.ModelHeader + ")%",
+	"response_model": "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":response_model)%",
+	"backend":        "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":backend_name)%",
+	"upstream_host":  "%UPSTREAM_HOST%",
+	"input_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_input_token)%",
+	"output_tokens":  "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_output_token)%",
+	"total_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_total_token)%",
+}
+
+// telemetry is the JSON access log to Envoy's stdout, or nil when
+// spec.envoy.accessLog.enabled is false, which leaves whatever the
+// GatewayClass's EnvoyProxy says (the EnvoyProxy is merged over it).
+// Envoy Gateway puts the access log into each listener's configuration
+// (gateway v1.8.1 internal/gatewayapi/listener.go, processAccessLog).
+func (b builder) telemetry() *egv1a1.ProxyTelemetry {
+	if !b.spec.AccessLogEnabled() {
+		return nil
+	}
+	return &egv1a1.ProxyTelemetry{AccessLog: &egv1a1.ProxyAccessLog{Settings: []egv1a1.ProxyAccessLogSetting{{
+		Format: &egv1a1.ProxyAccessLogFormat{Type: ptr.To(egv1a1.ProxyAccessLogFormatTypeJSON), JSON: AccessLogFields},
+		Sinks: []egv1a1.ProxyAccessLogSink{{
+			Type: egv1a1.ProxyAccessLogSinkTypeFile,
+			File: &egv1a1.FileEnvoyProxyAccessLog{Path: "/dev/stdout"},
+		}},
+	}}}}
+}
