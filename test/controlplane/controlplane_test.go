@@ -156,6 +156,8 @@ func TestControlPlane(t *testing.T) {
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
 		{"5b_APIKeyRotated", sc.keyRotated},
+		{"5c_FrontDoorAndSecondGateway", sc.secondGateway},
+		{"5d_EnvoySettingChanged", sc.envoySettingChanged},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 	} {
 		// Each scenario starts from where the one before left the

@@ -319,7 +319,10 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 			}
 		}
 	case gvrInferenceGW:
-		w.onGateway(u, now)
+		// A second InferenceGateway (scenario 5c) has its own conditions.
+		if u.GetName() == gatewayXRName {
+			w.onGateway(u, now)
+		}
 	case gvrModelRoute:
 		w.onRoute(u, now)
 	}

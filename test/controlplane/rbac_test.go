@@ -59,6 +59,10 @@ func gatewayAccess() []access {
 		{"delete", "apps", "deployments", envoyGatewayNS, false, "the Envoy Deployment is only observed"},
 		{"delete", "gateway.networking.k8s.io", "httproutes", team, false, "AI Gateway owns the HTTPRoutes; they are only observed"},
 		{"list", "", "secrets", "", false, "Secrets are read by name, never listed"},
+		{"create", "gateway.networking.k8s.io", "httproutes", names.FrontDoorNamespace(gatewayNS), true, "the front door's health and redirect routes"},
+		{"create", "gateway.envoyproxy.io", "httproutefilters", names.FrontDoorNamespace(gatewayNS), true, "the health check's direct response"},
+		{"patch", "gateway.envoyproxy.io", "securitypolicies", names.FrontDoorNamespace(gatewayNS), true, "the front door's allow-all policy"},
+		{"patch", "", "secrets", gatewayNS, true, "TLS Secrets are copied into the gateway namespace"},
 		{"create", "", "pods", envoyGatewayNS, false, "nothing composed is a pod"},
 	}
 }

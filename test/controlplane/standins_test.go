@@ -170,9 +170,7 @@ func (e *envoyGateway) gateway(ctx context.Context, gw *unstructured.Unstructure
 			"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
-				"spec": map[string]any{"containers": []any{map[string]any{
-					"name": "envoy", "image": "docker.io/envoyproxy/envoy:distroless-v1.36.2",
-				}}},
+				"spec":     envoyPodSpec(ep),
 			},
 		},
 	}
