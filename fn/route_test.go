@@ -481,6 +481,10 @@ func TestModelsListing(t *testing.T) {
 			r.Input = mustStruct(t, obj{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input", "anchorHeader": obj{"name": "x-anchor", "value": "1"}})
 			return r
 		}(), nil},
+		"GatewayFrontDoorAndEnvoySettings": {newRequest(t, gatewayXR(obj{
+			"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}}},
+			"envoy": obj{"drainTimeout": "900s"},
+		}), nil, map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, true)}}), nil},
 		"ModelRouteDefaultModel": {newRequest(t, routeXR(backend("a", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}), []string{"ml-team/qwen"}},
 		"ModelRouteNamedModel": {func() *fnv1.RunFunctionRequest {
 			xr := routeXR(backend("a", 0, 1, ""), backend("b", 3, 1, ""))

@@ -93,24 +93,15 @@ func (b builder) healthFilter() *remote.Object {
 // redirect's included (gateway-api v1.5.1 apis/v1/httproute_types.go,
 // HTTPRouteRule.Matches).
 func (b builder) healthRoute() *remote.Object {
-	return b.wrap(&remote.Manifest[gwapiv1.HTTPRouteSpec]{
-		APIVersion: upstream.GatewayAPIVersion,
-		Kind:       "HTTPRoute",
-		Metadata:   b.frontDoorMeta(names.Child(b.in.GatewayName, names.HealthSuffix)),
-		Spec: &gwapiv1.HTTPRouteSpec{
-			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, ListenerHTTP)}},
-			Rules: []gwapiv1.HTTPRouteRule{{
-				// Any method: some load balancers probe with HEAD.
-				Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchExact), Value: new(names.HealthPath)}}},
-				Filters: []gwapiv1.HTTPRouteFilter{{
-					Type: gwapiv1.HTTPRouteFilterExtensionRef,
-					ExtensionRef: &gwapiv1.LocalObjectReference{
-						Group: upstream.EnvoyGatewayGroup, Kind: "HTTPRouteFilter", Name: gwapiv1.ObjectName(names.Child(b.in.GatewayName, names.HealthSuffix)),
-					},
-				}},
-			}},
-		},
-	})
+	// Any method: some load balancers probe with HEAD.
+	return b.frontDoorRoute(names.HealthSuffix,
+		gwapiv1.HTTPRouteMatch{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchExact), Value: new(names.HealthPath)}},
+		gwapiv1.HTTPRouteFilter{
+			Type: gwapiv1.HTTPRouteFilterExtensionRef,
+			ExtensionRef: &gwapiv1.LocalObjectReference{
+				Group: upstream.EnvoyGatewayGroup, Kind: "HTTPRouteFilter", Name: gwapiv1.ObjectName(names.Child(b.in.GatewayName, names.HealthSuffix)),
+			},
+		})
 }
 
 // redirectRoute sends every other request on port 80 to https on the
@@ -118,23 +109,29 @@ func (b builder) healthRoute() *remote.Object {
 // twice. Without a port, a redirect to https goes to 443 (gateway-api
 // v1.5.1 apis/v1/httproute_types.go, HTTPRequestRedirectFilter.Port).
 func (b builder) redirectRoute() *remote.Object {
+	return b.frontDoorRoute(names.RedirectSuffix,
+		gwapiv1.HTTPRouteMatch{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchPathPrefix), Value: new("/")}},
+		gwapiv1.HTTPRouteFilter{
+			Type: gwapiv1.HTTPRouteFilterRequestRedirect,
+			RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{
+				Scheme:     new("https"),
+				Hostname:   new(gwapiv1.PreciseHostname(b.spec.Hostname)),
+				StatusCode: new(301),
+			},
+		})
+}
+
+// frontDoorRoute is an HTTPRoute <gateway>-<suffix> in the front door, on
+// the http listener, with one rule of one match and one filter and no
+// backendRefs.
+func (b builder) frontDoorRoute(suffix string, match gwapiv1.HTTPRouteMatch, filter gwapiv1.HTTPRouteFilter) *remote.Object {
 	return b.wrap(&remote.Manifest[gwapiv1.HTTPRouteSpec]{
 		APIVersion: upstream.GatewayAPIVersion,
 		Kind:       "HTTPRoute",
-		Metadata:   b.frontDoorMeta(names.Child(b.in.GatewayName, names.RedirectSuffix)),
+		Metadata:   b.frontDoorMeta(names.Child(b.in.GatewayName, suffix)),
 		Spec: &gwapiv1.HTTPRouteSpec{
 			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, ListenerHTTP)}},
-			Rules: []gwapiv1.HTTPRouteRule{{
-				Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchPathPrefix), Value: new("/")}}},
-				Filters: []gwapiv1.HTTPRouteFilter{{
-					Type: gwapiv1.HTTPRouteFilterRequestRedirect,
-					RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{
-						Scheme:     new("https"),
-						Hostname:   new(gwapiv1.PreciseHostname(b.spec.Hostname)),
-						StatusCode: new(301),
-					},
-				}},
-			}},
+			Rules:           []gwapiv1.HTTPRouteRule{{Matches: []gwapiv1.HTTPRouteMatch{match}, Filters: []gwapiv1.HTTPRouteFilter{filter}}},
 		},
 	})
 }

@@ -465,14 +465,7 @@ func (sc *scenarios) templateChange(t *testing.T) {
 		if len(s.aigw.patched()) == before {
 			return "no new marker patch yet"
 		}
-		d := sc.envoyDeployment(ctx)
-		if d.GetGeneration() <= gen || int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() {
-			return fmt.Sprintf("generation %d, observed %d", d.GetGeneration(), int64At(d.Object, "status", "observedGeneration"))
-		}
-		if r, u := int64At(d.Object, "status", "replicas"), int64At(d.Object, "status", "updatedReplicas"); r <= u {
-			return fmt.Sprintf("replicas %d, updated %d: no old-template pod counted", r, u)
-		}
-		return ""
+		return sc.oldTemplatePodsCounted(ctx, gen)
 	})
 	if st := sc.agree(t); st != "False" {
 		t.Fatalf("GatewayReady=%s while the Deployment controller counts old-template pods", st)

@@ -207,14 +207,7 @@ func (sc *scenarios) envoySettingChanged(t *testing.T) {
 		if d, _, _ := unstructured.NestedString(ep.Object, "spec", "shutdown", "drainTimeout"); d != drainTimeoutChanged {
 			return "EnvoyProxy drainTimeout " + d
 		}
-		d := sc.envoyDeployment(ctx)
-		if d.GetGeneration() <= gen || int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() {
-			return fmt.Sprintf("generation %d, observed %d", d.GetGeneration(), int64At(d.Object, "status", "observedGeneration"))
-		}
-		if r, u := int64At(d.Object, "status", "replicas"), int64At(d.Object, "status", "updatedReplicas"); r <= u {
-			return fmt.Sprintf("replicas %d, updated %d: no old-template pod counted", r, u)
-		}
-		return ""
+		return sc.oldTemplatePodsCounted(ctx, gen)
 	})
 	if st := sc.agree(t); st != "False" {
 		t.Fatalf("GatewayReady=%s while the Deployment controller counts old-template pods", st)
@@ -236,6 +229,20 @@ func (sc *scenarios) envoySettingChanged(t *testing.T) {
 	})
 	sc.noDeletions(t)
 	sc.w.check(t)
+}
+
+// oldTemplatePodsCounted returns "" once the Envoy Deployment is past
+// generation gen, its controller has observed that, and its counters show
+// pods of an older template; otherwise what it saw.
+func (sc *scenarios) oldTemplatePodsCounted(ctx context.Context, gen int64) string {
+	d := sc.envoyDeployment(ctx)
+	if d.GetGeneration() <= gen || int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() {
+		return fmt.Sprintf("generation %d, observed %d", d.GetGeneration(), int64At(d.Object, "status", "observedGeneration"))
+	}
+	if r, u := int64At(d.Object, "status", "replicas"), int64At(d.Object, "status", "updatedReplicas"); r <= u {
+		return fmt.Sprintf("replicas %d, updated %d: no old-template pod counted", r, u)
+	}
+	return ""
 }
 
 // routeComposed fails the test unless the model's AIGatewayRoute and its
