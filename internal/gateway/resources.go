@@ -126,7 +126,7 @@ func (b builder) envoyProxy() *remote.Object {
 					},
 				},
 			},
-			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: ptr.To(gwapiv1.Duration(b.spec.DrainTimeoutValue()))},
+			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.DrainTimeoutValue()))},
 			Telemetry: b.telemetry(),
 		},
 	})

@@ -3,6 +3,8 @@
 package remote
 
 import (
+	"maps"
+
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -436,9 +438,7 @@ func (c SecretCopy) Object(providerConfig string, mayReference bool, opts ...Opt
 	if mayReference {
 		if c.Version != "" && c.VersionAnnotation != "" {
 			annotations := map[string]string{c.VersionAnnotation: c.Version}
-			for k, v := range md.Annotations {
-				annotations[k] = v
-			}
+			maps.Copy(annotations, md.Annotations)
 			m.Metadata.Annotations = annotations
 		}
 		for _, k := range c.Keys {
