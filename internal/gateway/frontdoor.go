@@ -88,7 +88,8 @@ func (b builder) healthFilter() *remote.Object {
 // direct-response filter. The rule has no backendRefs: Envoy Gateway
 // serves a rule's direct response or redirect instead of its 500 for a
 // rule without valid backends (gateway v1.8.1 internal/gatewayapi/route.go,
-// processHTTPRouteParentRefListener). An Exact path match takes precedence
+// processHTTPRouteRules: a route that already has a direct response or a
+// redirect from a filter keeps it). An Exact path match takes precedence
 // over every prefix match on the listener, the model routes' and the
 // redirect's included (gateway-api v1.5.1 apis/v1/httproute_types.go,
 // HTTPRouteRule.Matches).

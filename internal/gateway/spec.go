@@ -1,7 +1,10 @@
 // Package gateway composes an InferenceGateway: the Envoy Gateway and
 // EnvoyProxy, the backend-free anchor route that keeps AI Gateway's ext-proc
-// sidecar injected, the failover policy, and an observe-only Object on the
-// Envoy Deployment whose rollout decides GatewayReady.
+// sidecar injected, the failover policy, the front door (health check and
+// HTTPS redirect), the TLS Secrets copied from the control plane, and an
+// observe-only Object on the Envoy Deployment whose rollout decides
+// GatewayReady. It composes nothing on a cluster another InferenceGateway
+// already serves.
 package gateway
 
 import (
