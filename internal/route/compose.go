@@ -145,7 +145,7 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 		}
 		set(prefixCredPolicy+be.Name, b.credPolicy(be), b.ready(prefixCredPolicy+be.Name))
 		c := bs.credentials[be.Name]
-		set(prefixCredential+be.Name, b.credential(be, c.withKey, c.version), c.delivered)
+		set(prefixCredential+be.Name, b.credential(be, c.Delivery, c.version), c.Delivered)
 	}
 }
 
@@ -229,11 +229,8 @@ type backends struct {
 
 // keyState is the state of one backend's API-key Secret.
 type keyState struct {
-	// withKey: the credential Object may carry the reference that copies
-	// the key (see builder.credential).
-	withKey bool
-	// delivered: the provider applied the credential with its key.
-	delivered bool
+	// Delivery is how far the credential Secret has got.
+	remote.Delivery
 	// version is the resourceVersion of the API-key Secret on the control
 	// plane.
 	version string
@@ -251,20 +248,15 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 			bs.usable = append(bs.usable, be)
 			continue
 		}
-		o, composed := req.Observed[prefixCredential+be.Name]
 		present, version, problem := apiKey(req, be)
-		c := keyState{
-			withKey:   composed && (o.HasReferences() || (o.Finalized() && o.Reported())),
-			delivered: composed && o.HasReferences() && o.Reported() && o.SyncedNow(),
-			version:   version,
-		}
+		c := keyState{Delivery: remote.DeliveryOf(req.Observed, prefixCredential+be.Name), version: version}
 		bs.credentials[be.Name] = c
 		switch {
 		case problem != "":
 			bs.warnings = append(bs.warnings, problem)
 		case !present:
 			// Not fetched yet: Crossplane calls again with the Secret.
-		case c.delivered || inRoute[names.Child(route, be.Name)]:
+		case c.Delivered || inRoute[names.Child(route, be.Name)]:
 			bs.usable = append(bs.usable, be)
 		default:
 			bs.delivering = append(bs.delivering, be.Name)

@@ -185,57 +185,18 @@ func (b builder) httpRoute() *remote.Object {
 	}, remote.ObserveOnly(), remote.Watch())
 }
 
-// secretManifest is a Secret without data: provider-kubernetes patches the
-// key in from the control plane.
-type secretManifest struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Metadata   remote.Meta `json:"metadata"`
-	Type       string      `json:"type"`
-}
-
 // credential is the backend's API-key Secret on the gateway cluster, under
-// the key AI Gateway reads. The key itself never passes through the
-// function or an Object's spec: provider-kubernetes copies it from the
-// ModelRoute's Secret on the control plane each time it applies the
-// manifest (spec.references[].patchesFrom, resolved with its control-plane
-// client: provider-kubernetes v1.3.1 internal/controller/namespaced/object/
-// object.go, resolveReferencies).
-//
-// The reference is added only once the Object exists and carries the
-// provider's finalizer (withKey). The provider patches the key into its
-// in-memory copy of the Object while observing, and on an Object's first
-// reconcile crossplane-runtime writes that copy back with a full Update:
-// once to add the finalizer (v2.4.0 pkg/reconciler/managed/reconciler.go,
-// AddFinalizer, which provider-kubernetes implements as Update) and once
-// to mark the external create pending. Either would store the key in the
-// Object's spec. Later reconciles only update the Object's status.
-//
-// The manifest carries the control-plane Secret's resourceVersion in an
-// annotation, so a rotated key changes the Object's spec and the provider
-// applies it again at once, instead of at its next drift check (--poll,
-// ten minutes by default in v1.3.1). Watching the Object would do it too,
-// but would make the provider watch every Secret of the gateway cluster.
-func (b builder) credential(be Backend, withKey bool, version string) *remote.Object {
-	md := b.meta(b.child(be.Name))
-	var opts []remote.Option
-	if withKey {
-		if version != "" {
-			md.Annotations = map[string]string{names.KeyVersionAnnotation: version}
-		}
-		ref := be.APIKey.SecretRef
-		opts = append(opts, remote.PatchFrom(remote.PatchesFrom{
-			APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: b.namespace,
-			// Brackets, because a Secret key may hold dots.
-			FieldPath: new("data[" + ref.Key + "]"),
-		}, "data."+apiKeyInSecret))
-	}
-	return b.wrap(&secretManifest{
-		APIVersion: "v1",
-		Kind:       "Secret",
-		Metadata:   md,
-		Type:       "Opaque",
-	}, opts...)
+// the key AI Gateway reads, copied from the ModelRoute's Secret on the
+// control plane by provider-kubernetes (remote.CopiedSecret explains how,
+// and why the copy starts only once d.MayCopy).
+func (b builder) credential(be Backend, d remote.Delivery, version string) *remote.Object {
+	ref := be.APIKey.SecretRef
+	m, opts := remote.CopiedSecret(b.meta(b.child(be.Name)), "Opaque", d, remote.PatchesFrom{
+		Name: ref.Name, Namespace: b.namespace,
+		// Brackets, because a Secret key may hold dots.
+		FieldPath: new("data[" + ref.Key + "]"),
+	}, "data."+apiKeyInSecret, names.KeyVersionAnnotation, version)
+	return b.wrap(m, opts...)
 }
 
 // credentialTypes is how each schema's provider takes an API key: OpenAI

@@ -96,10 +96,10 @@ var breaks = []deliberateBreak{{
 	what: "the API-key Secret's patchesFrom reference added from the credential Object's first composition, " +
 		"so that provider-kubernetes writes the key it patched into the in-memory manifest back into the Object " +
 		"when it adds its finalizer (crossplane-runtime v2.4.0 managed reconciler, AddFinalizer)",
-	file: "internal/route/compose.go",
+	file: "internal/remote/secret.go",
 	edits: []edit{{
-		old: "\t\t\twithKey:   composed && (o.HasReferences() || (o.Finalized() && o.Reported())),\n",
-		new: "\t\t\twithKey:   true || composed && (o.HasReferences() || (o.Finalized() && o.Reported())),\n",
+		old: "\t\tMayCopy:   o.HasReferences() || (o.Finalized() && o.Reported()),\n",
+		new: "\t\tMayCopy:   true || o.HasReferences() || (o.Finalized() && o.Reported()),\n",
 	}},
 	// The world's look at every Object it observes, from scenario 2 on.
 	caughtBy: "holds the openrouter API key",
