@@ -71,11 +71,13 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	if err != nil {
 		// Fatal stops Crossplane before it applies or garbage-collects
 		// anything, so bad input never deletes what was composed.
+		log.Info("Cannot compose", "error", err)
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 
 	if err := write(req, rsp, view, res, f.structs); err != nil {
+		log.Info("Cannot write the response", "error", err)
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}

@@ -20,6 +20,9 @@ func gatewayXR(spec obj) obj {
 	return obj{"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceGateway", "metadata": obj{"name": "inference-gateway"}, "spec": spec}
 }
 
+// openResult is the Normal result of a gateway without spec.auth.
+const openResult = "SEVERITY_NORMAL: the gateway is open: spec.auth is not set, so anyone who can reach it can call every model it serves; set spec.auth.apiKey.secretSelector to require an API key"
+
 var tlsSpec = obj{"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}}}}
 
 // observedGateway is every gateway Object observed, with the given Envoy
@@ -190,6 +193,9 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rsp := run(t, tc.req)
+			// Every gateway here is open, and says so (gateway_auth_test.go
+			// covers gateways with caller auth).
+			tc.want.summary.Results = append(tc.want.summary.Results, openResult)
 			if diff := cmp.Diff(tc.want.summary, summarize(rsp), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -373,7 +379,7 @@ func TestGatewayStatus(t *testing.T) {
 		"Plain": {
 			reason: "Without a hostname the endpoints use the address over http; counters come from the Deployment.",
 			dep:    deploymentManifest(3, 3, true, 3, 1, 2),
-			want: obj{"address": "203.0.113.10",
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
 				"endpoints": obj{"openAI": "http://203.0.113.10/v1", "anthropic": "http://203.0.113.10/anthropic"},
 				"rollout":   obj{"generation": 3.0, "observedGeneration": 3.0, "replicas": 3.0, "updatedReplicas": 1.0, "availableReplicas": 2.0}},
 		},
@@ -381,7 +387,7 @@ func TestGatewayStatus(t *testing.T) {
 			reason: "With TLS the endpoints use https and the hostname.",
 			spec:   tlsSpec,
 			dep:    deploymentManifest(2, 2, true, 2, 2, 2),
-			want: obj{"address": "203.0.113.10",
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
 				"endpoints": obj{"openAI": "https://llm.example.com/v1", "anthropic": "https://llm.example.com/anthropic"},
 				"rollout":   obj{"generation": 2.0, "observedGeneration": 2.0, "replicas": 2.0, "updatedReplicas": 2.0, "availableReplicas": 2.0}},
 		},

@@ -54,6 +54,10 @@ type Result struct {
 	// Warnings become Warning results (and events). They must never carry a
 	// secret value.
 	Warnings []string
+	// Notices become Normal results (and events): something the user
+	// should know that is not a fault, such as a gateway left open to
+	// every caller. They must never carry a secret value either.
+	Notices []string
 
 	// Requirements are the resources the composer needs Crossplane to fetch.
 	// They are sent on every call, as Crossplane expects.
@@ -78,11 +82,15 @@ type Condition struct {
 	Message string
 }
 
-// Requirement asks Crossplane for one resource by name.
+// Requirement asks Crossplane for one resource by name, or for every
+// resource whose labels match MatchLabels.
 type Requirement struct {
 	APIVersion string
 	Kind       string
-	Name       string
+	// Name selects one resource; MatchLabels is ignored when it is set.
+	Name string
+	// MatchLabels selects every resource carrying all of these labels.
+	MatchLabels map[string]string
 	// Namespace is empty for a cluster-scoped resource.
 	Namespace string
 }

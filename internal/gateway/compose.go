@@ -27,11 +27,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	b := builder{in: req.Input, spec: spec}
-	ev, err := b.observe(req.Observed, rule)
+	callers := b.readCallers(req)
+	ev, err := b.observe(req.Observed, rule, callers)
 	if err != nil {
 		return nil, err
 	}
-	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName))
+	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 
 	// Each Object is ready only on evidence the function read itself.
 	ready := func(name string) bool { return remote.ReadyIn(req.Observed, name) }
@@ -45,21 +46,28 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
 		},
-		Implied:    map[string]bool{},
-		Status:     b.status(ev),
-		Conditions: []compose.Condition{c},
-		Ready:      c.Status,
+		Implied:      map[string]bool{},
+		Status:       b.status(ev, callers),
+		Conditions:   []compose.Condition{c},
+		Ready:        c.Status,
+		Warnings:     ev.authWarnings,
+		Requirements: b.callerRequirements(),
 	}
 	for _, n := range Resources {
 		res.Implied[n] = true
+	}
+	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
+	b.impliedCallers(callers, req.Observed, res.Implied)
+	if !spec.AuthEnabled() {
+		res.Notices = append(res.Notices, b.openNotice())
 	}
 	return res, nil
 }
 
 // status reports the address, the base URLs clients use, and the rollout
 // counters as last observed.
-func (b builder) status(ev *evidence) *Status {
-	s := &Status{Address: ev.address}
+func (b builder) status(ev *evidence, c callers) *Status {
+	s := &Status{Address: ev.address, Auth: b.authStatus(c)}
 	if host := b.spec.Hostname; host != "" || ev.address != "" {
 		if host == "" {
 			host = ev.address

@@ -101,6 +101,9 @@ type Spec struct {
 
 	// Failover tunes how requests fail over between priority tiers.
 	Failover *Failover `json:"failover,omitempty"`
+
+	// Auth makes callers authenticate; without it the gateway is open.
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // Connection tunes the gateway's client connections.
@@ -151,6 +154,8 @@ type Status struct {
 	Address   string     `json:"address,omitempty"`
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
 	Rollout   *Rollout   `json:"rollout,omitempty"`
+	// Auth says whether callers must authenticate, and with what.
+	Auth *AuthStatus `json:"auth,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
@@ -256,6 +261,9 @@ func (s *Spec) validate() error {
 		return err
 	}
 	if err := s.validateFailover(); err != nil {
+		return err
+	}
+	if err := s.validateAuth(); err != nil {
 		return err
 	}
 	if s.TLS != nil {

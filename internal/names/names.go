@@ -38,6 +38,8 @@ const (
 	// (envoyproxy/ai-gateway v1.0.0 internal/controller/gateway.go).
 	DefaultAnchorHeaderName = "x-modelplane-gateway-anchor"
 
+	// DefaultClusterDomain is Kubernetes' default DNS domain of Services.
+	DefaultClusterDomain = "cluster.local"
 	// DefaultAnchorHeaderValue is the value the anchor route matches.
 	DefaultAnchorHeaderValue = "true"
 )
@@ -66,6 +68,17 @@ const (
 
 	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
 	ClientPolicySuffix = "client"
+	// CallerPolicySuffix names the caller-auth SecurityPolicy,
+	// <gateway>-callers, and starts the names of the caller Secrets copied
+	// to the gateway cluster, <gateway>-callers-<Secret>.
+	CallerPolicySuffix = "callers"
+	// CallerHeader carries the authenticated caller's client ID from
+	// Envoy to the backends that may see it (Modelplane's name).
+	CallerHeader = "x-modelplane-caller"
+	// CallerSecretVersionAnnotation is set on a caller Secret on the
+	// gateway cluster to the resourceVersion of the control-plane Secret
+	// it is copied from.
+	CallerSecretVersionAnnotation = "modelplane.ai/callers-version"
 
 	// TeamNamespacePrefix starts every team namespace on the gateway cluster.
 	TeamNamespacePrefix = "mp"
@@ -105,6 +118,17 @@ func FailoverPolicy(gatewayName string) string {
 // ClientPolicy is the name of the gateway's ClientTrafficPolicy.
 func ClientPolicy(gatewayName string) string {
 	return Child(gatewayName, ClientPolicySuffix)
+}
+
+// CallerPolicy is the name of the gateway's caller-auth SecurityPolicy.
+func CallerPolicy(gatewayName string) string {
+	return Child(gatewayName, CallerPolicySuffix)
+}
+
+// CallerSecret is the name on the gateway cluster of the caller Secret
+// copied from the control-plane Secret secret.
+func CallerSecret(gatewayName, secret string) string {
+	return Child(CallerPolicy(gatewayName), secret)
 }
 
 // TeamNamespace is the namespace on the gateway cluster that holds the
