@@ -154,20 +154,31 @@ func (b builder) backend(be Backend) *remote.Object {
 	})
 }
 
-// aiBackend tells AI Gateway which API the backend speaks.
+// aiBackend tells AI Gateway which API the backend speaks, and keeps the
+// caller's identity from a backend that must not see it: AI Gateway's
+// upstream ext-proc applies the AIServiceBackend's headerMutation to the
+// request it sends that backend alone (ai-gateway v1.0.0
+// internal/controller/gateway.go, mergeHeaderMutations into the filter
+// config; internal/extproc/processor_impl.go, the upstream processor's
+// header mutator). Envoy sets x-modelplane-caller after authenticating
+// the caller, so the header reaches every backend unless removed here.
 func (b builder) aiBackend(be Backend) *remote.Object {
+	spec := &aigv1b1.AIServiceBackendSpec{
+		APISchema: aigv1b1.VersionedAPISchema{
+			Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
+		},
+		BackendRef: gwapiv1.BackendObjectReference{
+			Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
+		},
+	}
+	if !be.ForwardsCaller(b.in.ClusterDomain) {
+		spec.HeaderMutation = &aigv1b1.HTTPHeaderMutation{Remove: []string{names.CallerHeader}}
+	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
 		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "AIServiceBackend",
 		Metadata:   b.meta(b.child(be.Name)),
-		Spec: &aigv1b1.AIServiceBackendSpec{
-			APISchema: aigv1b1.VersionedAPISchema{
-				Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
-			},
-			BackendRef: gwapiv1.BackendObjectReference{
-				Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
-			},
-		},
+		Spec:       spec,
 	})
 }
 
