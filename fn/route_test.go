@@ -355,8 +355,8 @@ func TestModelRouteManifests(t *testing.T) {
 		resource string
 		want     obj
 	}{
-		"BackendTLS":       {"backend-a", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "a.example.com", "port": 443.0}}}, "tls": obj{"wellKnownCACertificates": "System", "sni": "a.example.com"}}},
-		"BackendPlain":     {"backend-local", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000.0}}}}},
+		"BackendTLS":   {"backend-a", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "a.example.com", "port": 443.0}}}, "tls": obj{"wellKnownCACertificates": "System", "sni": "a.example.com"}}},
+		"BackendPlain": {"backend-local", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000.0}}}}},
 		"AIServiceBackend": {"aibackend-a", obj{"schema": obj{"name": "OpenAI", "prefix": "/v1"}, "backendRef": obj{"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "qwen-a"},
 			"headerMutation": obj{"remove": []any{"x-modelplane-caller"}}}},
 		"APIKeyPolicy": {"credpolicy-a", obj{"type": "APIKey", "apiKey": obj{"secretRef": obj{"name": "qwen-a"}},
