@@ -128,6 +128,8 @@ type callerSecret struct {
 	problem string
 	// delivery is how far its copy has got.
 	delivery remote.Delivery
+	// inUse: the SecurityPolicy references it.
+	inUse bool
 }
 
 // callers is what the function knows of the caller Secrets.
@@ -143,9 +145,9 @@ type callers struct {
 	notes []string
 }
 
-// readCallers reads the selected caller Secrets. It compares API keys to
-// find the duplicates Envoy Gateway would reject, but never copies a key
-// anywhere: no message names one.
+// readCallers reads the selected caller Secrets and decides which the
+// policy uses. It compares API keys to find what Envoy Gateway would
+// reject, but never copies a key anywhere: no message names one.
 func (b builder) readCallers(req compose.Request) callers {
 	c := callers{inPolicy: policyRefs(req.Observed[ResourceCallerAuth])}
 	items, ok := req.Required[RequireCallerSecrets]
@@ -154,54 +156,68 @@ func (b builder) readCallers(req compose.Request) callers {
 	}
 	c.resolved = true
 	sort.Slice(items, func(i, j int) bool { return itemName(items[i]) < itemName(items[j]) })
-
-	// Envoy Gateway reads the Secrets in credentialRefs order, skips a
-	// client ID it has seen, and rejects the whole policy ("duplicated API
-	// key") when two clients share a key (gateway v1.8.1
-	// internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The policy
-	// lists the Secrets in name order, and so does this.
-	owner := map[string]string{} // client ID -> Secret that holds it
-	keyOf := map[string]string{} // key -> client ID
+	data := map[string]map[string]any{}
 	for _, it := range items {
 		name := itemName(it)
 		md, _ := it["metadata"].(map[string]any)
 		s := callerSecret{name: name, remoteName: names.CallerSecret(b.in.GatewayName, name), delivery: remote.DeliveryOf(req.Observed, PrefixCallerSecret+name)}
 		s.version, _ = md["resourceVersion"].(string)
-		data, _ := it["data"].(map[string]any)
-		s.empty = len(data) == 0
+		d, _ := it["data"].(map[string]any)
+		data[name] = d
+		s.empty = len(d) == 0
+		if s.empty {
+			s.problem = fmt.Sprintf("caller Secret %q is not used: it has no data; add one entry per caller, the client ID as the key and its API key as the value", name)
+		}
+		for _, id := range slices.Sorted(maps.Keys(d)) {
+			if k, _ := d[id].(string); k == "" && s.problem == "" {
+				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has an empty API key; set one", name, id)
+			}
+		}
+		c.selected = append(c.selected, s)
+	}
+
+	// Of the Secrets whose copy is there (or that the observed policy
+	// already names), Envoy Gateway reads them in credentialRefs order,
+	// skips a client ID it has seen, and rejects the whole policy
+	// ("duplicated API key") when two clients share a key (gateway v1.8.1
+	// internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The policy
+	// lists the Secrets in name order; a Secret that would bring a
+	// duplicated key is left out, so the others keep working.
+	owner := map[string]string{} // client ID -> Secret that holds it
+	keyOf := map[string]string{} // key -> client ID
+	for i := range c.selected {
+		s := &c.selected[i]
+		if s.problem != "" || !(s.delivery.Delivered || c.inPolicy[s.remoteName]) {
+			continue
+		}
 		local := map[string]string{}
-		for _, id := range slices.Sorted(maps.Keys(data)) {
+		var dups []string
+		for _, id := range slices.Sorted(maps.Keys(data[s.name])) {
 			if prev, seen := owner[id]; seen {
-				c.notes = append(c.notes, fmt.Sprintf("client ID %q is in the caller Secrets %q and %q; Envoy Gateway uses the key in %q, the first by name, and ignores the other; keep each client ID in one Secret", id, prev, name, prev))
+				dups = append(dups, fmt.Sprintf("client ID %q is in the caller Secrets %q and %q; Envoy Gateway uses the key in %q, the first by name, and ignores the other; keep each client ID in one Secret", id, prev, s.name, prev))
 				continue
 			}
-			key, _ := data[id].(string)
+			key, _ := data[s.name][id].(string)
 			other, dup := keyOf[key]
 			if !dup {
 				other, dup = local[key]
 			}
-			switch {
-			case key == "":
-				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has an empty API key; set one", name, id)
-			case dup:
-				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has the same API key as client ID %q, and Envoy Gateway rejects a policy with a duplicated API key, which would deny every caller; give each client its own key", name, id, other)
-			}
-			if s.problem != "" {
+			if dup {
+				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has the same API key as client ID %q, and Envoy Gateway rejects a policy with a duplicated API key, which would deny every caller; give each client its own key", s.name, id, other)
 				break
 			}
 			local[key] = id
 		}
-		if s.empty {
-			s.problem = fmt.Sprintf("caller Secret %q is not used: it has no data; add one entry per caller, the client ID as the key and its API key as the value", name)
+		if s.problem != "" {
+			continue
 		}
-		if s.problem == "" {
-			for key, id := range local {
-				keyOf[key] = id
-				owner[id] = name
-			}
-			s.clients = len(local)
+		c.notes = append(c.notes, dups...)
+		for key, id := range local {
+			keyOf[key] = id
+			owner[id] = s.name
 		}
-		c.selected = append(c.selected, s)
+		s.clients = len(local)
+		s.inUse = true
 	}
 	return c
 }
@@ -215,7 +231,7 @@ func (b builder) readCallers(req compose.Request) callers {
 func (c callers) inUse() []callerSecret {
 	var out []callerSecret
 	for _, s := range c.selected {
-		if s.problem == "" && (s.delivery.Delivered || c.inPolicy[s.remoteName]) {
+		if s.inUse {
 			out = append(out, s)
 		}
 	}
@@ -386,7 +402,7 @@ func (b builder) noCallers(e *evidence, c callers) {
 	deny := "the gateway denies every model request until one is"
 	var delivering []string
 	for _, s := range c.selected {
-		if s.problem == "" {
+		if s.problem == "" && !s.inUse {
 			delivering = append(delivering, s.name)
 		}
 	}
