@@ -175,7 +175,12 @@ func (b builder) readCallers(req compose.Request) callers {
 		}
 		c.selected = append(c.selected, s)
 	}
+	c.choose(data)
+	return c
+}
 
+// choose marks the Secrets the policy uses, given each Secret's data.
+func (c *callers) choose(data map[string]map[string]any) {
 	// Of the Secrets whose copy is there (or that the observed policy
 	// already names), Envoy Gateway reads them in credentialRefs order,
 	// skips a client ID it has seen, and rejects the whole policy
@@ -187,7 +192,7 @@ func (b builder) readCallers(req compose.Request) callers {
 	keyOf := map[string]string{} // key -> client ID
 	for i := range c.selected {
 		s := &c.selected[i]
-		if s.problem != "" || !(s.delivery.Delivered || c.inPolicy[s.remoteName]) {
+		if s.problem != "" || (!s.delivery.Delivered && !c.inPolicy[s.remoteName]) {
 			continue
 		}
 		local := map[string]string{}
@@ -219,7 +224,6 @@ func (b builder) readCallers(req compose.Request) callers {
 		s.clients = len(local)
 		s.inUse = true
 	}
-	return c
 }
 
 // inUse lists the Secrets the SecurityPolicy references: those Envoy
