@@ -156,6 +156,7 @@ func TestControlPlane(t *testing.T) {
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
 		{"5b_APIKeyRotated", sc.keyRotated},
+		{"5c_CallerAuth", sc.callerAuth},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 	} {
 		// Each scenario starts from where the one before left the

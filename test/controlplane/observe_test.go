@@ -176,7 +176,7 @@ const suspectGrace = 15 * time.Second
 // kind the two XRs compose, remotely and as Objects, and the XRs.
 var watchedForDeletion = []schema.GroupVersionResource{
 	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
-	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrDeployment, gvrHTTPRoute,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrSecurityPolicy, gvrDeployment, gvrHTTPRoute,
 	gvrInferenceGW, gvrModelRoute,
 }
 

@@ -52,6 +52,9 @@ func gatewayAccess() []access {
 		{"patch", "gateway.networking.k8s.io", "httproutes", team, true, "Observe dry-run applies the observed HTTPRoute"},
 		{"delete", "aigateway.envoyproxy.io", "aigatewayroutes", gatewayNS, true, "the anchor route goes with its InferenceGateway"},
 		{"patch", "", "secrets", team, true, "the backends' API keys are applied into team namespaces"},
+		{"create", "", "secrets", gatewayNS, true, "the callers' Secrets are copied into the gateway namespace"},
+		{"watch", "gateway.envoyproxy.io", "securitypolicies", "", true, "the caller-auth SecurityPolicy's watch is a cluster-wide informer"},
+		{"delete", "gateway.envoyproxy.io", "securitypolicies", gatewayNS, true, "the caller-auth policy goes when spec.auth is removed"},
 		{"delete", "", "namespaces", "", false, "namespaces are never deleted"},
 		{"update", "", "namespaces", "", false, "server-side apply is a PATCH; nothing needs update"},
 		{"patch", "apps", "deployments", "kube-system", false, "only Envoy Gateway's namespace holds an observed Deployment"},
@@ -60,6 +63,7 @@ func gatewayAccess() []access {
 		{"delete", "gateway.networking.k8s.io", "httproutes", team, false, "AI Gateway owns the HTTPRoutes; they are only observed"},
 		{"list", "", "secrets", "", false, "Secrets are read by name, never listed"},
 		{"create", "", "pods", envoyGatewayNS, false, "nothing composed is a pod"},
+		{"create", "gateway.envoyproxy.io", "envoyextensionpolicies", gatewayNS, false, "nothing composed is an extension policy"},
 	}
 }
 
