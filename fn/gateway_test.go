@@ -35,6 +35,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 		"gateway":           object("gateway", gatewayManifest(addr), true, addr != ""),
 		"anchor-route":      object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
 		"failover-policy":   object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
+		"gateway-status":    object("gateway-status", plainManifest("ConfigMap"), true, true),
 	}
 	// The provider's own Ready is set True even where the function must
 	// not trust it, to show the function reads the manifest instead.
@@ -42,7 +43,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 	return o
 }
 
-var allGateway = []string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace"}
+var allGateway = []string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace", "gateway-status"}
 
 func readiness(ready ...string) map[string]string {
 	out := map[string]string{}
@@ -92,7 +93,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("", true, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"has no address yet"}},
 		},
@@ -101,7 +102,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", false, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/AnchorNotAccepted"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`anchor AIGatewayRoute "inference-gateway-anchor"`}},
 		},
@@ -113,7 +114,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			}(),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`Envoy Deployment "envoy-modelplane-system-inference-gateway" in "envoy-gateway-system" has not been observed`}},
 		},
@@ -122,7 +123,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, false), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"external resource does not exist"}},
 		},
@@ -140,7 +141,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 3, 1, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"1 of 3 replicas run the current template"}},
 		},
@@ -158,7 +159,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "replicas": 0}), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 0, 0, 0), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/NoReplicaAvailable"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"0 of 0 replicas are available"}},
 		},
@@ -167,7 +168,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(1, 1, false, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/ExtProcMarkerMissing"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"aigateway.envoyproxy.io/extproc-config-hash"}},
 		},
@@ -176,7 +177,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(4, 3, true, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GenerationNotObserved"},
-				Resources:  readiness("gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
+				Resources:  readiness("gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route"),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"generation 4", "observedGeneration 3"}},
 		},

@@ -73,7 +73,10 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		response.Normal(rsp, n).TargetCompositeAndClaim()
 	}
 	writeRequirements(rsp, res.Requirements)
-	if !res.Ready {
+	switch {
+	case res.RequeueAfter > 0:
+		rsp.Meta.Ttl = durationpb.New(res.RequeueAfter)
+	case !res.Ready:
 		rsp.Meta.Ttl = durationpb.New(NotReadyTTL)
 	}
 	return nil

@@ -45,6 +45,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
+			ResourceGatewayStatus:   {Object: b.gatewayStatus(c), Ready: ready(ResourceGatewayStatus)},
 		},
 		Implied:      map[string]bool{},
 		Status:       b.status(ev, callers),
@@ -52,6 +53,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Ready:        c.Status,
 		Warnings:     ev.authWarnings,
 		Requirements: b.callerRequirements(),
+		RequeueAfter: requeueAfter(req.Composite, c, req.Now),
 	}
 	for _, n := range Resources {
 		res.Implied[n] = true

@@ -68,6 +68,9 @@ const (
 
 	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
 	ClientPolicySuffix = "client"
+	// GatewayStatusSuffix names the ConfigMap that carries GatewayReady to
+	// the ModelRoutes: <gateway>-status.
+	GatewayStatusSuffix = "status"
 	// CallerPolicySuffix names the caller-auth SecurityPolicy,
 	// <gateway>-callers, and starts the names of the caller Secrets copied
 	// to the gateway cluster, <gateway>-callers-<Secret>.
@@ -118,6 +121,12 @@ func FailoverPolicy(gatewayName string) string {
 // ClientPolicy is the name of the gateway's ClientTrafficPolicy.
 func ClientPolicy(gatewayName string) string {
 	return Child(gatewayName, ClientPolicySuffix)
+}
+
+// GatewayStatus is the name of the ConfigMap that carries GatewayReady,
+// in the gateway namespace.
+func GatewayStatus(gatewayName string) string {
+	return Child(gatewayName, GatewayStatusSuffix)
 }
 
 // CallerPolicy is the name of the gateway's caller-auth SecurityPolicy.

@@ -55,6 +55,10 @@ func gatewayAccess() []access {
 		{"create", "", "secrets", gatewayNS, true, "the callers' Secrets are copied into the gateway namespace"},
 		{"watch", "gateway.envoyproxy.io", "securitypolicies", "", true, "the caller-auth SecurityPolicy's watch is a cluster-wide informer"},
 		{"delete", "gateway.envoyproxy.io", "securitypolicies", gatewayNS, true, "the caller-auth policy goes when spec.auth is removed"},
+		{"create", "", "configmaps", gatewayNS, true, "the gateway publishes GatewayReady in a ConfigMap"},
+		{"watch", "aigateway.envoyproxy.io", "aigatewayroutes", "", true, "the model routes' watch is a cluster-wide informer"},
+		{"watch", "aigateway.envoyproxy.io", "aiservicebackends", "", false, "AIServiceBackends are not watched"},
+		{"watch", "", "configmaps", "", true, "every ModelRoute watches the gateway-status ConfigMap; the informer is cluster-wide"},
 		{"delete", "", "namespaces", "", false, "namespaces are never deleted"},
 		{"update", "", "namespaces", "", false, "server-side apply is a PATCH; nothing needs update"},
 		{"patch", "apps", "deployments", "kube-system", false, "only Envoy Gateway's namespace holds an observed Deployment"},
@@ -62,6 +66,7 @@ func gatewayAccess() []access {
 		{"delete", "apps", "deployments", envoyGatewayNS, false, "the Envoy Deployment is only observed"},
 		{"delete", "gateway.networking.k8s.io", "httproutes", team, false, "AI Gateway owns the HTTPRoutes; they are only observed"},
 		{"list", "", "secrets", "", false, "Secrets are read by name, never listed"},
+		{"update", "", "configmaps", gatewayNS, false, "server-side apply is a PATCH; nothing needs update"},
 		{"create", "", "pods", envoyGatewayNS, false, "nothing composed is a pod"},
 		{"create", "gateway.envoyproxy.io", "envoyextensionpolicies", gatewayNS, false, "nothing composed is an extension policy"},
 	}

@@ -57,7 +57,7 @@ func (sc *scenarios) scale(t *testing.T) {
 
 	rest := sc.measureRest(t)
 	sc.sp.record("scale", evRateAtRest, rest.total)
-	t.Logf("at rest, one gateway and %d models: %s", scaleRoutes+1, rest)
+	t.Logf("at rest, one gateway and %d models: %s", scaleRoutes, rest)
 
 	start, err := c.countRequests(sc.ctx)
 	must(t, err)

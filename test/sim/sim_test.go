@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
 // --- the user --------------------------------------------------------------
@@ -29,6 +32,23 @@ func (w *world) createRoute(name string) {
 
 // --- scheduling ------------------------------------------------------------
 
+// quietOnly names the Objects left out of the random action pool: the
+// gateway-status ConfigMap the InferenceGateway publishes and each
+// ModelRoute's observe-only Object on it. Every Object is one action in the
+// pool, so more would reshuffle every seed's schedule, and the rows that
+// show another rule breaking an invariant depend on a few schedules; they
+// are observed in quiet's rounds instead. Leaving them out keeps each
+// ModelRoute on the InferenceGateway's own condition, which the published
+// status can only make stricter (route.published: ready only when both
+// say so).
+var quietOnly = func() map[string]bool {
+	m := map[string]bool{}
+	// Both composites call it gateway-status today; each may rename it.
+	m[gateway.ResourceGatewayStatus] = true
+	m[route.ResourceGatewayStatus] = true
+	return m
+}()
+
 // actions lists the actors that can act now. blocked holds actors a
 // scenario holds back to force an order.
 func (w *world) actions(blocked map[string]bool) []func() {
@@ -48,6 +68,9 @@ func (w *world) actions(blocked map[string]bool) []func() {
 	add("gc", w.garbageCollector)
 	for _, k := range sortedKeys(w.objects) {
 		o := w.objects[k]
+		if quietOnly[o.resource] {
+			continue
+		}
 		if o.spec["watch"] == true && !w.cfg.watchOn {
 			// An Object that sets watch (the Envoy Deployment, the
 			// generated HTTPRoute) relies on it to see the remote object
