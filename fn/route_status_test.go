@@ -58,12 +58,16 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			ttl:      route.WatchedGatewayRequeue,
 		},
 		"GatewayAndRoute": {
-			reason:   "Waiting for the gateway and for AI Gateway's verdict on the route: the ConfigMap's watch wakes the ModelRoute for only one of them, so look again soon.",
-			gateway:  gwRolling,
-			observed: func() map[string]obj { o := with(statusObject("False", "OldReplicasPresent", true)); o["route"] = routedObject(false, "qwen-b", "qwen-a"); return o }(),
-			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
-			message:  "Also:",
-			ttl:      NotReadyTTL,
+			reason:  "Waiting for the gateway and for AI Gateway's verdict on the route: the ConfigMap's watch wakes the ModelRoute for only one of them, so look again soon.",
+			gateway: gwRolling,
+			observed: func() map[string]obj {
+				o := with(statusObject("False", "OldReplicasPresent", true))
+				o["route"] = routedObject(false, "qwen-b", "qwen-a")
+				return o
+			}(),
+			want:    "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message: "Also:",
+			ttl:     NotReadyTTL,
 		},
 		"ConfigMapAhead": {
 			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: not ready until both agree, and look again soon.",
