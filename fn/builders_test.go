@@ -219,7 +219,11 @@ func TestRouteBuilders(t *testing.T) {
 	}
 	wantAI := map[string]aigv1b1.AIServiceBackendSpec{
 		"aibackend-local": {APISchema: aigv1b1.VersionedAPISchema{Name: aigv1b1.APISchemaOpenAI, Prefix: new("/v1")}, BackendRef: backendRef("qwen-local")},
-		"aibackend-azure": {APISchema: aigv1b1.VersionedAPISchema{Name: aigv1b1.APISchemaAzureOpenAI, Version: new("2025-01-01-preview")}, BackendRef: backendRef("qwen-azure")},
+		// A third party's: the caller's identity is removed before it.
+		"aibackend-azure": {
+			APISchema: aigv1b1.VersionedAPISchema{Name: aigv1b1.APISchemaAzureOpenAI, Version: new("2025-01-01-preview")}, BackendRef: backendRef("qwen-azure"),
+			HeaderMutation: &aigv1b1.HTTPHeaderMutation{Remove: []string{"x-modelplane-caller"}},
+		},
 	}
 	for n, want := range wantAI {
 		if diff := cmp.Diff(want, typedManifest[aigv1b1.AIServiceBackendSpec](t, manifest(rsp, n))); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
@@ -25,6 +26,8 @@ type Function struct {
 	log       logging.Logger
 	composers map[string]compose.Composer
 	structs   *structCache
+	// now is the clock; tests set it.
+	now func() time.Time
 }
 
 // New returns a Function that logs to log.
@@ -32,6 +35,7 @@ func New(log logging.Logger) *Function {
 	return &Function{
 		log:     log,
 		structs: newStructCache(),
+		now:     time.Now,
 		// Dispatch is by kind alone, never by API group, so a platform team
 		// can serve the XRDs under its own group.
 		composers: map[string]compose.Composer{
@@ -52,7 +56,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 
-	view, err := observe(req, in)
+	view, err := observe(req, in, f.now())
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -71,11 +75,13 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	if err != nil {
 		// Fatal stops Crossplane before it applies or garbage-collects
 		// anything, so bad input never deletes what was composed.
+		log.Info("Cannot compose", "error", err)
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 
 	if err := write(req, rsp, view, res, f.structs); err != nil {
+		log.Info("Cannot write the response", "error", err)
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}

@@ -134,7 +134,7 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 		}
 	case 1: // ModelRoute
 		var bs []obj
-		implied["namespace"], implied["route"], implied["httproute"] = true, true, true
+		implied["namespace"], implied["route"], implied["httproute"], implied["gateway-status"] = true, true, true, true
 		for i := range s.intn(5) {
 			n := fmt.Sprintf("b%d", s.intn(4))
 			key := ""

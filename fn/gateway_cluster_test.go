@@ -59,6 +59,7 @@ func TestOneGatewayPerCluster(t *testing.T) {
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_TRUE/Serving"},
 				Resources:  readiness(allGateway...),
 				XRReady:    "READY_UNSPECIFIED",
+				Results:    []string{openResult},
 			},
 		},
 		"OtherClusterIgnored": {
@@ -69,6 +70,7 @@ func TestOneGatewayPerCluster(t *testing.T) {
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
 				Resources:  readiness(),
 				XRReady:    "READY_FALSE",
+				Results:    []string{openResult},
 			},
 		},
 		"LoserReleasesWhatItComposed": {

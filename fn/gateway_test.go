@@ -20,6 +20,9 @@ func gatewayXR(spec obj) obj {
 	return obj{"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceGateway", "metadata": obj{"name": "inference-gateway"}, "spec": spec}
 }
 
+// openResult is the Normal result of a gateway without spec.auth.
+const openResult = "SEVERITY_NORMAL: the gateway is open: spec.auth is not set, so anyone who can reach it can call every model it serves; set spec.auth.apiKey.secretSelector to require an API key"
+
 var tlsSpec = obj{"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}}}}
 
 // observedGateway is every gateway Object observed, with the given Envoy
@@ -32,6 +35,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 		"gateway":           object("gateway", gatewayManifest(addr), true, addr != ""),
 		"anchor-route":      object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
 		"failover-policy":   object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
+		"gateway-status":    object("gateway-status", plainManifest("ConfigMap"), true, true),
 	}
 	for _, n := range frontDoor() {
 		o[n] = object(n, plainManifest("HTTPRoute"), true, true)
@@ -42,7 +46,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 	return o
 }
 
-var allGateway = append([]string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace"}, frontDoor()...)
+var allGateway = append([]string{"anchor-route", "client-policy", "envoy-deployment", "envoy-proxy", "failover-policy", "gateway", "gateway-namespace", "gateway-status"}, frontDoor()...)
 
 // frontDoor names the front door's Objects of a gateway without TLS.
 func frontDoor() []string {
@@ -97,7 +101,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("", true, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GatewayNotProgrammed"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "anchor-route", "envoy-deployment")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"has no address yet"}},
 		},
@@ -106,7 +110,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", false, rolled, true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/AnchorNotAccepted"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "envoy-deployment")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`anchor AIGatewayRoute "inference-gateway-anchor"`}},
 		},
@@ -118,7 +122,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			}(),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`Envoy Deployment "envoy-modelplane-system-inference-gateway" in "envoy-gateway-system" has not been observed`}},
 		},
@@ -127,7 +131,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, false), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/DeploymentNotObserved"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"external resource does not exist"}},
 		},
@@ -145,7 +149,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 3, 1, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"1 of 3 replicas run the current template"}},
 		},
@@ -163,7 +167,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "replicas": 0}), observedGateway("203.0.113.10", true, deploymentManifest(3, 3, true, 0, 0, 0), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/NoReplicaAvailable"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"0 of 0 replicas are available"}},
 		},
@@ -172,7 +176,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(1, 1, false, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/ExtProcMarkerMissing"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"aigateway.envoyproxy.io/extproc-config-hash"}},
 		},
@@ -181,7 +185,7 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(4, 3, true, 2, 2, 2), true), nil),
 			want: want{summary: summary{
 				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/GenerationNotObserved"},
-				Resources:  readiness(append(frontDoor(), "gateway-namespace", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"generation 4", "observedGeneration 3"}},
 		},
@@ -198,6 +202,9 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rsp := run(t, tc.req)
+			// Every gateway here is open, and says so (gateway_auth_test.go
+			// covers gateways with caller auth).
+			tc.want.summary.Results = append(tc.want.summary.Results, openResult)
 			if diff := cmp.Diff(tc.want.summary, summarize(rsp), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nRunFunction(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -385,7 +392,7 @@ func TestGatewayStatus(t *testing.T) {
 		"Plain": {
 			reason: "Without a hostname the endpoints use the address over http; counters come from the Deployment.",
 			dep:    deploymentManifest(3, 3, true, 3, 1, 2),
-			want: obj{"address": "203.0.113.10",
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
 				"endpoints": obj{"openAI": "http://203.0.113.10/v1", "anthropic": "http://203.0.113.10/anthropic"},
 				"rollout":   obj{"generation": 3.0, "observedGeneration": 3.0, "replicas": 3.0, "updatedReplicas": 1.0, "availableReplicas": 2.0}},
 		},
@@ -393,7 +400,7 @@ func TestGatewayStatus(t *testing.T) {
 			reason: "With TLS the endpoints use https and the hostname.",
 			spec:   tlsSpec,
 			dep:    deploymentManifest(2, 2, true, 2, 2, 2),
-			want: obj{"address": "203.0.113.10",
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
 				"endpoints": obj{"openAI": "https://llm.example.com/v1", "anthropic": "https://llm.example.com/anthropic"},
 				"rollout":   obj{"generation": 2.0, "observedGeneration": 2.0, "replicas": 2.0, "updatedReplicas": 2.0, "availableReplicas": 2.0}},
 		},

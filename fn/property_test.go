@@ -23,7 +23,7 @@ type randomRoute struct {
 }
 
 func genRoute(r *rand.Rand) randomRoute {
-	rc := randomRoute{observed: map[string]obj{}, implied: map[string]bool{"namespace": true, "route": true, "httproute": true}}
+	rc := randomRoute{observed: map[string]obj{}, implied: map[string]bool{"namespace": true, "route": true, "httproute": true, "gateway-status": true}}
 	pool := []string{"a", "b", "c", "d", "e", "f"}
 	var backends []obj
 	keyed := map[string]bool{}

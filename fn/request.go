@@ -1,6 +1,8 @@
 package fn
 
 import (
+	"time"
+
 	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -22,8 +24,9 @@ func readInput(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 }
 
 // observe converts the request into the composer's view, once.
-func observe(req *fnv1.RunFunctionRequest, in *v1beta1.Input) (compose.Request, error) {
+func observe(req *fnv1.RunFunctionRequest, in *v1beta1.Input, now time.Time) (compose.Request, error) {
 	v := compose.Request{
+		Now:       now,
 		Input:     in,
 		Composite: req.GetObserved().GetComposite().GetResource().AsMap(),
 		Observed:  make(map[string]remote.Observed, len(req.GetObserved().GetResources())),

@@ -69,8 +69,14 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 	for _, w := range res.Warnings {
 		response.Warning(rsp, errors.New(w)).TargetCompositeAndClaim()
 	}
+	for _, n := range res.Notices {
+		response.Normal(rsp, n).TargetCompositeAndClaim()
+	}
 	writeRequirements(rsp, res.Requirements)
-	if !res.Ready {
+	switch {
+	case res.RequeueAfter > 0:
+		rsp.Meta.Ttl = durationpb.New(res.RequeueAfter)
+	case !res.Ready:
 		rsp.Meta.Ttl = durationpb.New(NotReadyTTL)
 	}
 	return nil
@@ -149,10 +155,11 @@ func writeRequirements(rsp *fnv1.RunFunctionResponse, reqs map[string]compose.Re
 	sort.Strings(keys)
 	for _, k := range keys {
 		r := reqs[k]
-		sel := &fnv1.ResourceSelector{
-			ApiVersion: r.APIVersion,
-			Kind:       r.Kind,
-			Match:      &fnv1.ResourceSelector_MatchName{MatchName: r.Name},
+		sel := &fnv1.ResourceSelector{ApiVersion: r.APIVersion, Kind: r.Kind}
+		if r.Name != "" {
+			sel.Match = &fnv1.ResourceSelector_MatchName{MatchName: r.Name}
+		} else {
+			sel.Match = &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: r.MatchLabels}}
 		}
 		if r.Name == "" {
 			// An empty label set selects every resource of the kind: Crossplane

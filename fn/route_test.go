@@ -75,11 +75,14 @@ func observedRoute(accepted bool) map[string]obj {
 		"credpolicy-a": object("credpolicy-a", plainManifest("BackendSecurityPolicy"), true, true),
 		"backend-b":    object("backend-b", plainManifest("Backend"), true, true),
 		"aibackend-b":  object("aibackend-b", plainManifest("AIServiceBackend"), true, true),
+		// Live, but without data: as if the gateway had not published its
+		// status yet, so the verdict comes from the InferenceGateway.
+		"gateway-status": object("gateway-status", plainManifest("ConfigMap"), true, true),
 	}
 	return o
 }
 
-var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "httproute", "namespace", "route"}
+var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "gateway-status", "httproute", "namespace", "route"}
 
 func routeReadiness(names []string, ready ...string) map[string]string {
 	out := map[string]string{}
@@ -218,7 +221,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 9, 1, ""), backend("y", 5, 1, ""), backend("z", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-z:0:1", "qwen-y:1:1", "qwen-x:2:1"}},
 		},
@@ -227,7 +230,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 1000000, ""), backend("y", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1000000", "qwen-y:0:1"}},
 		},
@@ -236,7 +239,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 300, ""), backend("y", 0, 600, ""), backend("z", 1, 400, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1", "qwen-y:0:2", "qwen-z:1:1"}},
 		},
@@ -245,7 +248,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 7, 40, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "backend-x", "aibackend-x"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x"}),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1"}},
 		},
@@ -355,9 +358,10 @@ func TestModelRouteManifests(t *testing.T) {
 		resource string
 		want     obj
 	}{
-		"BackendTLS":       {"backend-a", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "a.example.com", "port": 443.0}}}, "tls": obj{"wellKnownCACertificates": "System", "sni": "a.example.com"}}},
-		"BackendPlain":     {"backend-local", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000.0}}}}},
-		"AIServiceBackend": {"aibackend-a", obj{"schema": obj{"name": "OpenAI", "prefix": "/v1"}, "backendRef": obj{"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "qwen-a"}}},
+		"BackendTLS":   {"backend-a", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "a.example.com", "port": 443.0}}}, "tls": obj{"wellKnownCACertificates": "System", "sni": "a.example.com"}}},
+		"BackendPlain": {"backend-local", obj{"endpoints": []any{obj{"fqdn": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000.0}}}}},
+		"AIServiceBackend": {"aibackend-a", obj{"schema": obj{"name": "OpenAI", "prefix": "/v1"}, "backendRef": obj{"group": "gateway.envoyproxy.io", "kind": "Backend", "name": "qwen-a"},
+			"headerMutation": obj{"remove": []any{"x-modelplane-caller"}}}},
 		"APIKeyPolicy": {"credpolicy-a", obj{"type": "APIKey", "apiKey": obj{"secretRef": obj{"name": "qwen-a"}},
 			"targetRefs": []any{obj{"group": "aigateway.envoyproxy.io", "kind": "AIServiceBackend", "name": "qwen-a"}}}},
 		"AnthropicPolicy": {"credpolicy-claude", obj{"type": "AnthropicAPIKey", "anthropicAPIKey": obj{"secretRef": obj{"name": "qwen-claude"}},

@@ -5,6 +5,7 @@ package compose
 
 import (
 	"strings"
+	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -25,6 +26,9 @@ type Request struct {
 	// Required holds the required resources Crossplane resolved, by
 	// requirement name. A name that is absent has not been resolved yet.
 	Required map[string][]map[string]any
+	// Now is the time of this call, for readiness that depends on how long
+	// something has lasted.
+	Now time.Time
 }
 
 // Result is what a composer wants.
@@ -54,7 +58,14 @@ type Result struct {
 	// Warnings become Warning results (and events). They must never carry a
 	// secret value.
 	Warnings []string
+	// Notices become Normal results (and events): something the user
+	// should know that is not a fault, such as a gateway left open to
+	// every caller. They must never carry a secret value either.
+	Notices []string
 
+	// RequeueAfter, when not zero, is how soon the composite should be
+	// reconciled again (the response TTL), whatever its readiness.
+	RequeueAfter time.Duration
 	// Requirements are the resources the composer needs Crossplane to fetch.
 	// They are sent on every call, as Crossplane expects.
 	Requirements map[string]Requirement
@@ -106,6 +117,11 @@ type Problems struct {
 func (p *Problems) Add(reason, message string) {
 	p.reasons = append(p.reasons, reason)
 	p.messages = append(p.messages, message)
+}
+
+// Only reports whether reason is the one failed check.
+func (p *Problems) Only(reason string) bool {
+	return len(p.reasons) == 1 && p.reasons[0] == reason
 }
 
 // None reports whether no check failed.

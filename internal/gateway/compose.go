@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"maps"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,54 +35,75 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
-	ev, err := b.observe(req.Observed, rule, secrets)
+	callers := b.readCallers(req)
+	ev, err := b.observe(req.Observed, rule, secrets, callers)
 	if err != nil {
 		return nil, err
 	}
-	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName))
+	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 
-	// Each Object is ready only on evidence the function read itself.
-	ready := func(name string) bool { return remote.ReadyIn(req.Observed, name) }
 	res := &compose.Result{
-		Resources: map[string]compose.Desired{
-			ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
-			ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: ready(ResourceEnvoyProxy)},
-			ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
-			ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
-			ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
-			ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
-			ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
-
-			ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
-			ResourceHealthFilter:       {Object: b.healthFilter(), Ready: ready(ResourceHealthFilter)},
-			ResourceHealthRoute:        {Object: b.healthRoute(), Ready: ready(ResourceHealthRoute)},
-			ResourceFrontDoorPolicy:    {Object: b.frontDoorPolicy(), Ready: ready(ResourceFrontDoorPolicy)},
-		},
+		Resources:    b.resources(req.Observed, ev, c, rule),
 		Implied:      spec.Implied(),
-		Status:       b.status(ev),
+		Status:       b.status(ev, callers),
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
+		Warnings:     ev.authWarnings,
 		Requirements: b.tlsRequirements(),
+		RequeueAfter: requeueAfter(req.Composite, c, req.Now),
 	}
 	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
-	if spec.TLSEnabled() {
-		res.Resources[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: ready(ResourceRedirectRoute)}
-	}
-	// A TLS Secret that is missing on the control plane is not built: the
-	// one composed before, if any, is carried forward (it is implied), so
-	// the https listener keeps its certificate.
-	for _, s := range secrets {
-		if s.present {
-			res.Resources[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.copy.Delivered}
-		}
+	maps.Copy(res.Requirements, b.callerRequirements())
+	b.composeTLS(secrets, req.Observed, res.Resources)
+	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
+	b.impliedCallers(callers, req.Observed, res.Implied)
+	if !spec.AuthEnabled() {
+		res.Notices = append(res.Notices, b.openNotice())
 	}
 	return res, nil
 }
 
+// resources are the Objects every InferenceGateway composes. Each is ready
+// only on evidence the function read itself.
+func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule) map[string]compose.Desired {
+	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
+	return map[string]compose.Desired{
+		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
+		ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: ready(ResourceEnvoyProxy)},
+		ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
+		ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
+		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
+		ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
+		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
+		ResourceGatewayStatus:   {Object: b.gatewayStatus(c), Ready: ready(ResourceGatewayStatus)},
+
+		ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
+		ResourceHealthFilter:       {Object: b.healthFilter(), Ready: ready(ResourceHealthFilter)},
+		ResourceHealthRoute:        {Object: b.healthRoute(), Ready: ready(ResourceHealthRoute)},
+		ResourceFrontDoorPolicy:    {Object: b.frontDoorPolicy(), Ready: ready(ResourceFrontDoorPolicy)},
+	}
+}
+
+// composeTLS adds, with TLS, the HTTPS redirect and the TLS Secrets'
+// copies. A TLS Secret that is missing on the control plane is not built:
+// the one composed before, if any, is carried forward (it is implied), so
+// the https listener keeps its certificate.
+func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed, res map[string]compose.Desired) {
+	if !b.spec.TLSEnabled() {
+		return
+	}
+	res[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: remote.ReadyIn(obs, ResourceRedirectRoute)}
+	for _, s := range secrets {
+		if s.present {
+			res[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.copy.Delivered}
+		}
+	}
+}
+
 // status reports the address, the base URLs clients use, and the rollout
 // counters as last observed.
-func (b builder) status(ev *evidence) *Status {
-	s := &Status{Address: ev.address}
+func (b builder) status(ev *evidence, c callers) *Status {
+	s := &Status{Address: ev.address, Auth: b.authStatus(c)}
 	if host := b.spec.Hostname; host != "" || ev.address != "" {
 		if host == "" {
 			host = ev.address

@@ -33,7 +33,9 @@ const (
 
 	// ReasonSecretsMissing: a TLS Secret named by spec.tls.certificateRefs
 	// is missing on the control plane, lacks tls.crt or tls.key, or has not
-	// reached the gateway cluster yet.
+	// reached the gateway cluster yet; or spec.auth is set but no selected
+	// callers' Secret can be used, so the gateway denies every model
+	// request.
 	ReasonSecretsMissing = "SecretsMissing"
 
 	// ReasonNotProgrammed: the Gateway has no address yet.
@@ -45,6 +47,10 @@ const (
 	// ReasonClientPolicyNotAccepted: Envoy Gateway has not accepted the
 	// ClientTrafficPolicy, so bodies over its default 32 KiB buffer fail.
 	ReasonClientPolicyNotAccepted = "ClientPolicyNotAccepted"
+
+	// ReasonCallerAuthNotAccepted: the caller-auth SecurityPolicy is not
+	// in force yet, or Envoy Gateway rejected it (Modelplane's name).
+	ReasonCallerAuthNotAccepted = "CallerAuthNotAccepted"
 
 	// ReasonDeploymentNotObserved: the Envoy Deployment has not been seen,
 	// or the last look found it gone.
@@ -68,19 +74,23 @@ type evidence struct {
 	address              string
 	anchorAccepted       bool
 	clientPolicyAccepted bool
-	deployment           *appsv1.Deployment
-	rollout              rollout.Verdict
-	problems             compose.Problems
+	callerPolicyAccepted bool
+	// authWarnings name caller Secrets Envoy Gateway cannot use and
+	// client IDs in two Secrets; never a key.
+	authWarnings []string
+	deployment   *appsv1.Deployment
+	rollout      rollout.Verdict
+	problems     compose.Problems
 }
 
 // observe reads the evidence for GatewayReady from the observed Objects,
 // each check adding a problem in the order of the conditions table. It
 // trusts only a live manifest: an observe-only Object keeps its old
 // manifest and Ready condition after the remote object is gone.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret) (*evidence, error) {
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers) (*evidence, error) {
 	e := &evidence{}
 	b.observeTLS(e, secrets)
-	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy} {
+	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy, b.observeCallerAuth(c)} {
 		if err := check(e, obs); err != nil {
 			return nil, err
 		}
@@ -174,12 +184,19 @@ func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, 
 
 // condition is GatewayReady: the first failed check as the reason, and
 // every failed check in the message.
-func (e *evidence) condition(d string) compose.Condition {
+func (e *evidence) condition(d string, auth bool) compose.Condition {
 	msg := ""
 	if e.problems.None() {
 		st := e.deployment.Status
-		msg = fmt.Sprintf("Gateway has address %s; anchor route and client policy accepted; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
-			e.address, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
+		accepted := "anchor route and client policy accepted"
+		if auth {
+			accepted = "anchor route, client policy and caller auth accepted"
+		}
+		msg = fmt.Sprintf("Gateway has address %s; %s; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
+			e.address, accepted, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
+		if len(e.authWarnings) > 0 {
+			msg += ". Caller auth: " + strings.Join(e.authWarnings, "; ")
+		}
 	}
 	return e.problems.Condition(ConditionType, ReasonReady, msg)
 }

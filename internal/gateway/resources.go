@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -22,6 +23,7 @@ const (
 	ResourceFailoverPolicy  = "failover-policy"
 	ResourceClientPolicy    = "client-policy"
 	ResourceEnvoyDeployment = "envoy-deployment"
+	ResourceGatewayStatus   = "gateway-status"
 
 	// The front door: the gateway's own routes on the plain HTTP
 	// listener, in their own namespace, open to every caller.
@@ -41,7 +43,7 @@ const (
 // implies whatever its spec; Spec.Implied adds those of TLS.
 var Resources = []string{
 	ResourceNamespace, ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceClientPolicy, ResourceEnvoyDeployment,
-	ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
+	ResourceGatewayStatus, ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
 }
 
 // Listener names and ports. Model routes bind to one of them by sectionName.
@@ -285,4 +287,43 @@ func (b builder) envoyDeployment(celQuery string) *remote.Object {
 			Namespace: b.in.EnvoyGatewayNamespace,
 		},
 	}, remote.ObserveOnly(), remote.Watch(), remote.ReadyWhen(celQuery))
+}
+
+// Keys of the gateway-status ConfigMap.
+const (
+	// StatusKeyReady holds GatewayReady's status, "True" or "False".
+	StatusKeyReady = "gatewayReady"
+	// StatusKeyReason holds GatewayReady's reason.
+	StatusKeyReason = "reason"
+)
+
+// statusManifest is a ConfigMap.
+type statusManifest struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   remote.Meta       `json:"metadata"`
+	Data       map[string]string `json:"data"`
+}
+
+// gatewayStatus carries GatewayReady's status and reason to the gateway
+// cluster, where every ModelRoute watches it through an observe-only
+// Object, so that a ModelRoute hears of its gateway's readiness within a
+// watch event. Crossplane does not watch a composite's required resources
+// (crossplane v2.2.0: a ModelRoute sees its InferenceGateway only when it
+// reconciles for another reason), and watching the Envoy Deployment from
+// every ModelRoute instead would bring each of its many rollout writes to
+// every ModelRoute's circuit breaker. This ConfigMap changes only when
+// GatewayReady's status or reason does; the message, which changes with
+// every rollout counter, stays out of it.
+func (b builder) gatewayStatus(c compose.Condition) *remote.Object {
+	ready := "False"
+	if c.Status {
+		ready = "True"
+	}
+	return b.wrap(&statusManifest{
+		APIVersion: "v1",
+		Kind:       "ConfigMap",
+		Metadata:   b.meta(names.GatewayStatus(b.in.GatewayName)),
+		Data:       map[string]string{StatusKeyReady: ready, StatusKeyReason: c.Reason},
+	})
 }

@@ -108,6 +108,9 @@ type Spec struct {
 	// Failover tunes how requests fail over between priority tiers.
 	Failover *Failover `json:"failover,omitempty"`
 
+	// Auth makes callers authenticate; without it the gateway is open.
+	Auth *Auth `json:"auth,omitempty"`
+
 	// Envoy tunes the Envoy pods for long-lived streaming traffic.
 	Envoy *Envoy `json:"envoy,omitempty"`
 }
@@ -187,6 +190,8 @@ type Status struct {
 	Address   string     `json:"address,omitempty"`
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
 	Rollout   *Rollout   `json:"rollout,omitempty"`
+	// Auth says whether callers must authenticate, and with what.
+	Auth *AuthStatus `json:"auth,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
@@ -311,6 +316,9 @@ func (s *Spec) validate() error {
 		return err
 	}
 	if err := s.validateEnvoy(); err != nil {
+		return err
+	}
+	if err := s.validateAuth(); err != nil {
 		return err
 	}
 	if s.TLS != nil {

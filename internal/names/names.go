@@ -38,6 +38,8 @@ const (
 	// (envoyproxy/ai-gateway v1.0.0 internal/controller/gateway.go).
 	DefaultAnchorHeaderName = "x-modelplane-gateway-anchor"
 
+	// DefaultClusterDomain is Kubernetes' default DNS domain of Services.
+	DefaultClusterDomain = "cluster.local"
 	// DefaultAnchorHeaderValue is the value the anchor route matches.
 	DefaultAnchorHeaderValue = "true"
 )
@@ -49,9 +51,10 @@ const (
 	// internal/controller/gateway.go, the models list).
 	ModelHeader = "x-ai-eg-model"
 
-	// CallerHeader carries the caller's identity once caller
+	// CallerHeader carries the caller's client ID once caller
 	// authentication has accepted its key (Envoy Gateway's apiKeyAuth
-	// forwardClientIDHeader); the access log records it.
+	// forwardClientIDHeader), to the backends that may see it; the access
+	// log records it (Modelplane's name).
 	CallerHeader = "x-modelplane-caller"
 
 	// TeamNamespaceLabel is the label key a team namespace carries, and the
@@ -71,6 +74,17 @@ const (
 
 	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
 	ClientPolicySuffix = "client"
+	// GatewayStatusSuffix names the ConfigMap that carries GatewayReady to
+	// the ModelRoutes: <gateway>-status.
+	GatewayStatusSuffix = "status"
+	// CallerPolicySuffix names the caller-auth SecurityPolicy,
+	// <gateway>-callers, and starts the names of the caller Secrets copied
+	// to the gateway cluster, <gateway>-callers-<Secret>.
+	CallerPolicySuffix = "callers"
+	// CallerSecretVersionAnnotation is set on a caller Secret on the
+	// gateway cluster to the resourceVersion of the control-plane Secret
+	// it is copied from.
+	CallerSecretVersionAnnotation = "modelplane.ai/callers-version"
 
 	// FrontDoorLabel marks the front-door namespace on the gateway
 	// cluster, which holds the gateway's own routes (health check and
@@ -143,6 +157,23 @@ func ClientPolicy(gatewayName string) string {
 // admits, so that the anchor route there is never served.
 func FrontDoorNamespace(gatewayNamespace string) string {
 	return Child(gatewayNamespace, FrontDoorSuffix)
+}
+
+// GatewayStatus is the name of the ConfigMap that carries GatewayReady,
+// in the gateway namespace.
+func GatewayStatus(gatewayName string) string {
+	return Child(gatewayName, GatewayStatusSuffix)
+}
+
+// CallerPolicy is the name of the gateway's caller-auth SecurityPolicy.
+func CallerPolicy(gatewayName string) string {
+	return Child(gatewayName, CallerPolicySuffix)
+}
+
+// CallerSecret is the name on the gateway cluster of the caller Secret
+// copied from the control-plane Secret secret.
+func CallerSecret(gatewayName, secret string) string {
+	return Child(CallerPolicy(gatewayName), secret)
 }
 
 // TeamNamespace is the namespace on the gateway cluster that holds the

@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -107,6 +108,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	c := p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(bs.usable), len(spec.Backends), len(tiers)))
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
+	res.RequeueAfter = requeueAfter(req, &p, gw)
 	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}}
 	return res, nil
 }
@@ -137,6 +139,7 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 		set(ResourceRoute, b.route(model, refs), accepted)
 	}
 	set(ResourceHTTPRoute, b.httpRoute(), served)
+	set(ResourceGatewayStatus, b.gatewayStatus(), b.observed[ResourceGatewayStatus].Live())
 	for _, be := range b.spec.Backends {
 		set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
 		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))
@@ -178,6 +181,75 @@ type gatewayView struct {
 	verdict gateway.Verdict
 	address string
 	why     string
+	// watched: the gateway-status ConfigMap is observed, and its changes
+	// wake the ModelRoute; agree: it says what the InferenceGateway does.
+	watched, agree bool
+}
+
+// Requeue intervals of a ModelRoute that waits for its gateway.
+const (
+	// WatchedGatewayRequeue is the TTL while both the InferenceGateway and
+	// the gateway-status ConfigMap say the gateway is not ready: the
+	// ConfigMap's watch wakes the ModelRoute when that changes, so waiting
+	// costs the API server no more than resting (the SDK's default TTL).
+	WatchedGatewayRequeue = time.Minute
+	// DisagreeRequeue is the TTL while the two disagree: one of them is
+	// about to catch up with the other.
+	DisagreeRequeue = 2 * time.Second
+)
+
+// requeueAfter is how soon a ModelRoute that is not RoutingReady should be
+// reconciled again, or 0 for the caller's default. What it waits for
+// reaches it as watch events: of the gateway-status ConfigMap, the route,
+// the generated HTTPRoute, the credentials. While Crossplane's circuit
+// breaker holds those back, which a new ModelRoute's own creation burst
+// does for five minutes, it backs off from a second (compose.Backoff).
+// Otherwise, waiting only for a gateway whose status it watches costs no
+// more than resting; waiting while the two places the gateway's verdict is
+// written disagree, only a moment.
+func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView) time.Duration {
+	switch {
+	case p.None():
+		return 0
+	case compose.WatchesHeldBack(req.Composite):
+		return compose.Backoff(req.Composite, ConditionType, req.Now)
+	case p.Only(ReasonWaitingForGateway) && gw.watched && !gw.agree:
+		return DisagreeRequeue
+	case p.Only(ReasonWaitingForGateway) && gw.watched:
+		return WatchedGatewayRequeue
+	}
+	return 0
+}
+
+// published is the gateway's verdict from both places the function
+// writes it: the InferenceGateway's GatewayReady condition, and the
+// gateway-status ConfigMap on the gateway cluster, which this ModelRoute
+// watches. The gateway is ready only when both say so. Either may lag the
+// other: Crossplane writes the composite's status after it has applied the
+// composed resources, and the ConfigMap reaches the gateway cluster
+// through provider-kubernetes. Trusting only the ConfigMap would let a
+// slow provider keep a ModelRoute ready after its gateway stopped being;
+// trusting only the condition would leave the ModelRoute without a wake-up
+// call. It reports whether the ConfigMap was seen, and whether the two
+// agree.
+func published(obs map[string]remote.Observed, fromXR gateway.Verdict) (v gateway.Verdict, watched, agree bool) {
+	o, ok := obs[ResourceGatewayStatus]
+	if !ok || !o.Live() {
+		return fromXR, false, true
+	}
+	data, _, _ := unstructured.NestedStringMap(o.Manifest(), "data")
+	ready, reason := data[gateway.StatusKeyReady], data[gateway.StatusKeyReason]
+	if ready == "" || reason == "" {
+		return fromXR, false, true
+	}
+	if (ready == "True") == fromXR.Ready {
+		return fromXR, true, true
+	}
+	if fromXR.Ready {
+		// The condition says ready, the ConfigMap not (yet or any more).
+		return gateway.Verdict{Reason: reason, Message: "the gateway-status ConfigMap on the gateway cluster says " + reason + " while the InferenceGateway says GatewayReady; waiting for the two to agree"}, true, false
+	}
+	return fromXR, true, false
 }
 
 func readGateway(req compose.Request) gatewayView {
@@ -205,8 +277,8 @@ func readGateway(req compose.Request) gatewayView {
 		v.why = fmt.Sprintf("the InferenceGateway %q has unreadable conditions: %v", gwName, err)
 		return v
 	}
-	v.verdict = verdict
-	if !verdict.Ready {
+	v.verdict, v.watched, v.agree = published(req.Observed, verdict)
+	if verdict = v.verdict; !verdict.Ready {
 		v.why = fmt.Sprintf("the InferenceGateway %q is not GatewayReady (%s)", gwName, verdict.Reason)
 		if verdict.Message != "" {
 			v.why += ": " + verdict.Message

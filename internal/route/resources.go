@@ -22,6 +22,9 @@ const (
 	ResourceNamespace = "namespace"
 	ResourceRoute     = "route"
 	ResourceHTTPRoute = "httproute"
+	// ResourceGatewayStatus observes the gateway's gateway-status
+	// ConfigMap, whose changes wake the ModelRoute.
+	ResourceGatewayStatus = "gateway-status"
 
 	prefixBackend    = "backend-"
 	prefixAIBackend  = "aibackend-"
@@ -42,7 +45,7 @@ const (
 // reject the route and Envoy Gateway answer 500 until the new route is
 // applied. They go once the route no longer names them.
 func (s *Spec) implied(inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
-	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true}
+	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
 	for _, b := range s.Backends {
 		out[prefixBackend+b.Name] = true
 		out[prefixAIBackend+b.Name] = true
@@ -98,7 +101,12 @@ func (b builder) namespaceObject() *remote.Object {
 }
 
 // route is the model's AIGatewayRoute: one rule whose only match is the
-// model header, so AI Gateway lists exactly this model in /v1/models.
+// model header, so AI Gateway lists exactly this model in /v1/models. The
+// Object is watched, so AI Gateway's verdict reaches RoutingReady within a
+// watch event: an Object that is not Ready is otherwise re-read only every
+// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook), and
+// the control-plane suite saw RoutingReady wait those 30 s on
+// WaitingForRoute after its gateway was ready.
 func (b builder) route(model string, refs []ref) *remote.Object {
 	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
 	for i, r := range refs {
@@ -130,7 +138,7 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 				{MetadataKey: "llm_total_token", Type: aigv1b1.LLMRequestCostTypeTotalToken},
 			},
 		},
-	}, remote.ReadyWhen(upstream.CELAccepted))
+	}, remote.ReadyWhen(upstream.CELAccepted), remote.Watch())
 }
 
 // backend is the Envoy Gateway Backend: an FQDN endpoint, so Envoy Gateway
@@ -154,20 +162,31 @@ func (b builder) backend(be Backend) *remote.Object {
 	})
 }
 
-// aiBackend tells AI Gateway which API the backend speaks.
+// aiBackend tells AI Gateway which API the backend speaks, and keeps the
+// caller's identity from a backend that must not see it: AI Gateway's
+// upstream ext-proc applies the AIServiceBackend's headerMutation to the
+// request it sends that backend alone (ai-gateway v1.0.0
+// internal/controller/gateway.go, mergeHeaderMutations into the filter
+// config; internal/extproc/processor_impl.go, the upstream processor's
+// header mutator). Envoy sets x-modelplane-caller after authenticating
+// the caller, so the header reaches every backend unless removed here.
 func (b builder) aiBackend(be Backend) *remote.Object {
+	spec := &aigv1b1.AIServiceBackendSpec{
+		APISchema: aigv1b1.VersionedAPISchema{
+			Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
+		},
+		BackendRef: gwapiv1.BackendObjectReference{
+			Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
+		},
+	}
+	if !be.ForwardsCaller(b.in.ClusterDomain) {
+		spec.HeaderMutation = &aigv1b1.HTTPHeaderMutation{Remove: []string{names.CallerHeader}}
+	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
 		APIVersion: upstream.AIGatewayAPIVersion,
 		Kind:       "AIServiceBackend",
 		Metadata:   b.meta(b.child(be.Name)),
-		Spec: &aigv1b1.AIServiceBackendSpec{
-			APISchema: aigv1b1.VersionedAPISchema{
-				Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
-			},
-			BackendRef: gwapiv1.BackendObjectReference{
-				Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
-			},
-		},
+		Spec:       spec,
 	})
 }
 
@@ -182,6 +201,22 @@ func (b builder) httpRoute() *remote.Object {
 		APIVersion: upstream.GatewayAPIVersion,
 		Kind:       "HTTPRoute",
 		Metadata:   b.meta(b.name),
+	}, remote.ObserveOnly(), remote.Watch())
+}
+
+// gatewayStatus observes, and only observes, the ConfigMap in which the
+// InferenceGateway publishes GatewayReady on the gateway cluster
+// (gateway.builder.gatewayStatus). The watch makes provider-kubernetes
+// update this Object as soon as the ConfigMap changes, and Crossplane
+// reconciles the ModelRoute when one of its composed resources changes
+// (realtime compositions), so RoutingReady follows GatewayReady within a
+// watch event instead of at the ModelRoute's next TTL: Crossplane does not
+// watch required resources.
+func (b builder) gatewayStatus() *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "v1",
+		Kind:       "ConfigMap",
+		Metadata:   remote.Meta{Name: names.GatewayStatus(b.in.GatewayName), Namespace: b.in.GatewayNamespace},
 	}, remote.ObserveOnly(), remote.Watch())
 }
 

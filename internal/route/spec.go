@@ -75,6 +75,10 @@ type Backend struct {
 	Weight            *int32   `json:"weight,omitempty"`
 	ModelNameOverride string   `json:"modelNameOverride,omitempty"`
 	APIKey            *APIKey  `json:"apiKey,omitempty"`
+	// ForwardCallerIdentity says whether the backend receives the
+	// caller's client ID in x-modelplane-caller. By default only a
+	// backend inside the gateway cluster does (ForwardsCaller).
+	ForwardCallerIdentity *bool `json:"forwardCallerIdentity,omitempty"`
 }
 
 // Endpoint is where a backend listens.
@@ -253,6 +257,20 @@ func (s *Spec) requestTimeout() string {
 		return s.Timeouts.Request
 	}
 	return DefaultRequestTimeout
+}
+
+// ForwardsCaller reports whether the backend receives the caller's client
+// ID: spec.backends[].forwardCallerIdentity, or by default only a backend
+// inside the gateway cluster, one without an API key whose hostname is a
+// Service's (<svc>.<ns>.svc or <svc>.<ns>.svc.<clusterDomain>). A backend
+// with an API key is a third party's, who has no business knowing who
+// inside the company called.
+func (b Backend) ForwardsCaller(clusterDomain string) bool {
+	if b.ForwardCallerIdentity != nil {
+		return *b.ForwardCallerIdentity
+	}
+	h := b.Endpoint.Hostname
+	return b.APIKey == nil && (strings.HasSuffix(h, ".svc") || strings.HasSuffix(h, ".svc."+clusterDomain))
 }
 
 func (b Backend) port() int32 {

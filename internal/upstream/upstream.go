@@ -52,6 +52,13 @@ const (
 	// (provider-kubernetes v1.3.1 internal/controller/namespaced/object/
 	// object.go, the poll interval hook).
 	CELPolicyAccepted = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
+	// CELPolicyAcceptedNow holds once an Envoy Gateway policy is Accepted
+	// for an ancestor at the generation it has now. Envoy Gateway stamps
+	// each ancestor condition with the policy's generation (gateway v1.8.1
+	// internal/gatewayapi/status/policy.go, SetConditionForPolicyAncestor),
+	// so after a change the Object stays not Ready, and is looked at again,
+	// until Envoy Gateway has judged the change.
+	CELPolicyAcceptedNow = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True' && has(c.observedGeneration) && c.observedGeneration == object.metadata.generation))"
 )
 
 // IsTrue reports whether a condition is there and True.

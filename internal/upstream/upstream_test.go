@@ -123,6 +123,9 @@ func TestGatewayAddress(t *testing.T) {
 // does (one variable, object, of any type; v1.3 has no optional types) on
 // objects that should and should not be ready.
 func TestCELQueries(t *testing.T) {
+	acceptedAt := func(gen int64) obj {
+		return obj{"type": "Accepted", "status": "True", "reason": "Accepted", "observedGeneration": gen}
+	}
 	env, err := rollout.NewEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +144,10 @@ func TestCELQueries(t *testing.T) {
 		"PolicyAncestorNoConds":  {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"ancestorRef": obj{"name": "gw"}}}}}, false},
 		"PolicyAncestorAccepted": {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"ancestorRef": obj{"name": "gw"}, "conditions": accepted}}}}, true},
 		"PolicyAncestorRejected": {CELPolicyAccepted, obj{"status": obj{"ancestors": []any{obj{"conditions": []any{cond("Accepted", "False", "Invalid", "")}}}}}, false},
+		"PolicyNowCurrent":       {CELPolicyAcceptedNow, obj{"metadata": obj{"generation": int64(3)}, "status": obj{"ancestors": []any{obj{"conditions": []any{acceptedAt(3)}}}}}, true},
+		"PolicyNowStale":         {CELPolicyAcceptedNow, obj{"metadata": obj{"generation": int64(4)}, "status": obj{"ancestors": []any{obj{"conditions": []any{acceptedAt(3)}}}}}, false},
+		"PolicyNowNoGeneration":  {CELPolicyAcceptedNow, obj{"metadata": obj{"generation": int64(4)}, "status": obj{"ancestors": []any{obj{"conditions": accepted}}}}, false},
+		"PolicyNowRejected":      {CELPolicyAcceptedNow, obj{"metadata": obj{"generation": int64(3)}, "status": obj{"ancestors": []any{obj{"conditions": []any{obj{"type": "Accepted", "status": "False", "observedGeneration": int64(3)}}}}}}, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -97,7 +97,7 @@ type cluster struct {
 	apiPort     int
 	token       string
 	kubeconfig  string // file, for the processes
-	auditLog    string // the API server's audit log of namespace writes
+	auditLog    string // the API server's audit log: every request but watches, at Metadata
 	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
 	cfg  *rest.Config
@@ -159,10 +159,11 @@ func startCluster(ctx context.Context, tb testing.TB, root string, bins map[stri
 	saKey, saPub := serviceAccountKeys(tb, pki)
 	tokens := filepath.Join(pki, "tokens.csv")
 	writeFile(tb, tokens, []byte(c.token+`,admin,admin-uid,"system:masters"`+"\n"))
-	// An audit log of namespace writes only: it says who created the
-	// gateway namespace, with which field manager, which the namespace
-	// itself cannot (an apply of a bare name owns no field, so it leaves
-	// no managedFields entry).
+	// An audit log of every request but watches, at Metadata: it says who
+	// created the gateway namespace, with which field manager, which the
+	// namespace itself cannot (an apply of a bare name owns no field, so it
+	// leaves no managedFields entry), and which client made each request,
+	// by user agent, for the request rates (speed_test.go).
 	auditPolicy := filepath.Join(pki, "audit-policy.yaml")
 	writeFile(tb, auditPolicy, []byte(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -174,6 +175,8 @@ rules:
   - group: ""
     resources: [namespaces]
 - level: None
+  verbs: [watch]
+- level: Metadata
 `))
 	c.auditLog = filepath.Join(dir, "audit.log")
 	api := c.ps.start("kube-apiserver", nil, bins["kube-apiserver"],

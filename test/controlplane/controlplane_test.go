@@ -145,7 +145,8 @@ func TestControlPlane(t *testing.T) {
 	w := c.watch(ctx, t, rule, names.TeamNamespace(teamControlNS))
 	t.Logf("binaries ready in %s; control plane up in %s", built.Sub(begin).Round(time.Second), time.Since(built).Round(time.Second))
 
-	sc := &scenarios{c: c, s: s, w: w, ctx: ctx}
+	sc := &scenarios{c: c, s: s, w: w, ctx: ctx, sp: &speeds{}}
+	defer sc.sp.write(t)
 	all := true
 	for _, step := range []struct {
 		name string
@@ -156,9 +157,11 @@ func TestControlPlane(t *testing.T) {
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
 		{"5b_APIKeyRotated", sc.keyRotated},
-		{"5c_FrontDoorAndSecondGateway", sc.secondGateway},
-		{"5d_EnvoySettingChanged", sc.envoySettingChanged},
+		{"5c_CallerAuth", sc.callerAuth},
+		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
+		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
+		{"7_Scale", sc.scale},
 	} {
 		// Each scenario starts from where the one before left the
 		// control plane; after a failure the rest would only mislead.
@@ -201,6 +204,7 @@ type scenarios struct {
 	w   *world
 	ctx context.Context
 	t0  time.Time // the InferenceGateway's creation
+	sp  *speeds   // what the scenarios measured
 }
 
 // eventually polls check every 200 ms until it returns "" or the wait
@@ -439,6 +443,11 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	} else if gr, _ := w.tl.has(tlGatewayReady); at > gr {
 		t.Errorf("the model's AIGatewayRoute appeared at %.2fs, after GatewayReady at %.2fs: it should not wait for the gateway", at.Seconds(), gr.Seconds())
 	}
+	for ev, m := range map[string]string{evObjectReady: tlObjectReady, evGatewayReady: tlGatewayReady, evRoutingReady: tlRoutingReady, evRolloutDone: tlRolloutComplete} {
+		if at, ok := w.tl.has(m); ok {
+			sc.sp.record("scenario-1", ev, seconds(at))
+		}
+	}
 	gw, rt := w.transitions()
 	t.Logf("scenario 1 timeline (seconds since the InferenceGateway was created):\n%s", w.tl)
 	t.Logf("GatewayReady transitions:\n%s", formatTransitions(sc.t0, gw))
@@ -456,9 +465,14 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	s := sc.s
 	before := len(s.aigw.patched())
 	gen := sc.envoyDeployment(sc.ctx).GetGeneration()
+	rest := sc.measureRest(t)
+	sc.sp.record("scenario-3", evRateAtRest, rest.total)
+	t.Logf("at rest, one gateway and one model: %s", rest)
 	// Pods of the new template are held, so the old ones surely remain
 	// while the function and the provider look.
 	s.kubelet.setHold(true)
+	start, err := sc.c.countRequests(sc.ctx)
+	must(t, err)
 	s.aigw.setConfig("ext-proc inputs: image v1.1.1")
 
 	sc.eventually(t, waitSettle, "the new marker and old-template pods", func(ctx context.Context) string {
@@ -475,6 +489,7 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	t.Logf("during the rollout: GatewayReady=%s (%s): %v; status.rollout %v", conditionStatus(xr, gateway.ConditionType),
 		conditionReason(xr, gateway.ConditionType), condition(xr, gateway.ConditionType)["message"], ro)
 
+	released := time.Now()
 	s.kubelet.setHold(false)
 	sc.eventually(t, waitSettle, "the rollout to finish", func(ctx context.Context) string {
 		d := sc.envoyDeployment(ctx)
@@ -500,6 +515,9 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True again", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	end, err := sc.c.countRequests(sc.ctx)
+	must(t, err)
+	sc.recordRollout(t, "scenario-3", start, released, end)
 	sc.noDeletions(t)
 	sc.w.check(t)
 }
@@ -624,6 +642,36 @@ func (sc *scenarios) replacedBy(before map[string]bool, victim string, want int6
 		}
 	}
 	return false
+}
+
+// recordRollout records when, after the pods were released, the
+// envoy-deployment Object, GatewayReady and RoutingReady turned True, in
+// seconds since the rollout began (start), and the request rate from
+// start to end.
+func (sc *scenarios) recordRollout(t *testing.T, name string, start requests, released time.Time, end requests) {
+	t.Helper()
+	gw, rt := sc.w.transitions()
+	obj := sc.w.objectTransitions()
+	rel := func(at time.Time) float64 { return seconds(at.Sub(start.at)) }
+	sc.sp.record(name, "pods-released", rel(released))
+	if at, ok := firstAfter(obj, released, "True"); ok {
+		sc.sp.record(name, evObjectReady, rel(at))
+	}
+	gr, ok := firstAfter(gw, released, "True")
+	if ok {
+		sc.sp.record(name, evGatewayReady, rel(gr))
+		if at, ok := firstAfter(rt, start.at, "False"); ok && at.Before(gr) {
+			sc.sp.record(name, "routing-not-ready", rel(at))
+		}
+		if at, ok := firstAfter(rt, gr, "True"); ok {
+			sc.sp.record(name, evRoutingReady, rel(at))
+		} else if lastStatusBefore(rt, gr) == "True" {
+			t.Logf("%s: RoutingReady never left True during the rollout", name)
+		}
+	}
+	r := sc.c.rateBetween(start, end)
+	sc.sp.record(name, evRateRollout, r.total)
+	t.Logf("%s: during the rollout, %s over %s", name, r, end.at.Sub(start.at).Round(time.Second))
 }
 
 // secretLostAndRestored is scenario 5: the openrouter backend's API-key

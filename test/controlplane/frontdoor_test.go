@@ -25,7 +25,7 @@ import (
 const (
 	// secondXRName is the InferenceGateway that tries to take the cluster.
 	secondXRName = "second-gateway"
-	// drainTimeoutChanged is what scenario 5d sets spec.envoy.drainTimeout
+	// drainTimeoutChanged is what scenario 5e sets spec.envoy.drainTimeout
 	// to; the function's default is 300s.
 	drainTimeoutChanged = "120s"
 )
@@ -126,7 +126,7 @@ func (sc *scenarios) gatewayState(ctx context.Context) (map[string]string, error
 	return out, nil
 }
 
-// secondGateway is scenario 5c, after frontDoorServed: a second InferenceGateway on the same
+// secondGateway is scenario 5d, after frontDoorServed: a second InferenceGateway on the same
 // providerConfigName. It composes nothing, says GatewayReady=False with
 // ClusterAlreadyHasGateway naming the first, and nothing of the first
 // changes or goes, while the second is created, deleted and recreated.
@@ -136,7 +136,7 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.w.allow(allowance{reason: "scenario 5c deletes the second InferenceGateway", resource: "inferencegateways", name: secondXRName})
+	sc.w.allow(allowance{reason: "scenario 5d deletes the second InferenceGateway", resource: "inferencegateways", name: secondXRName})
 	for round := 1; round <= 2; round++ {
 		xr := sc.c.readYAMLFile(gatewayXRFile)[0]
 		xr.SetName(secondXRName)
@@ -186,7 +186,7 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 	sc.w.check(t)
 }
 
-// envoySettingChanged is scenario 5d: spec.envoy.drainTimeout changes on
+// envoySettingChanged is scenario 5e: spec.envoy.drainTimeout changes on
 // the live gateway. The EnvoyProxy changes, Envoy Gateway (its stand-in)
 // changes the pod template, and the Deployment rolls: GatewayReady is
 // False while old-template pods serve and True after, the model's route

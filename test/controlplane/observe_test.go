@@ -143,7 +143,9 @@ type world struct {
 	reported   int // violations already reported
 	checks     int // agreement checks made on Object events
 	gwTrans    []transition
+	objTrans   []transition // Ready of the envoy-deployment Object
 	rtTrans    []transition
+	byRoute    map[string][]transition // RoutingReady of every ModelRoute, by namespace/name
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
 	secrets    []secretValue           // values no Object or XR may ever hold
@@ -176,7 +178,7 @@ const suspectGrace = 15 * time.Second
 // kind the two XRs compose, remotely and as Objects, and the XRs.
 var watchedForDeletion = []schema.GroupVersionResource{
 	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
-	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrDeployment, gvrHTTPRoute,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrSecurityPolicy, gvrDeployment, gvrHTTPRoute,
 	gvrInferenceGW, gvrModelRoute,
 }
 
@@ -319,7 +321,7 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 			}
 		}
 	case gvrInferenceGW:
-		// A second InferenceGateway (scenario 5c) has its own conditions.
+		// A second InferenceGateway (scenario 5d) has its own conditions.
 		if u.GetName() == gatewayXRName {
 			w.onGateway(u, now)
 		}
@@ -384,6 +386,28 @@ func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
 	if v.Ready {
 		w.tl.mark(tlObjectReady, now)
 	}
+	st, _ := ready["status"].(string)
+	w.mu.Lock()
+	if n := len(w.objTrans); n == 0 || w.objTrans[n-1].status != st {
+		w.objTrans = append(w.objTrans, transition{at: now, status: st})
+	}
+	w.mu.Unlock()
+}
+
+// routeTransitions returns the recorded RoutingReady changes of the
+// ModelRoute ns/name.
+func (w *world) routeTransitions(ns, name string) []transition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.byRoute[ns+"/"+name])
+}
+
+// objectTransitions returns the recorded Ready changes of the
+// envoy-deployment Object.
+func (w *world) objectTransitions() []transition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.objTrans)
 }
 
 // onGateway records GatewayReady transitions and checks that GatewayReady
@@ -433,6 +457,17 @@ func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, "RoutingReady"), conditionReason(u, "RoutingReady")
 	msg, _ := condition(u, "RoutingReady")["message"].(string)
 	w.mu.Lock()
+	k := u.GetNamespace() + "/" + u.GetName()
+	if w.byRoute == nil {
+		w.byRoute = map[string][]transition{}
+	}
+	if ts := w.byRoute[k]; st != "" && (len(ts) == 0 || ts[len(ts)-1].status != st || ts[len(ts)-1].reason != reason) {
+		w.byRoute[k] = append(ts, transition{at: now, status: st, reason: reason, message: msg})
+	}
+	if u.GetNamespace() != teamControlNS || u.GetName() != routeName {
+		w.mu.Unlock()
+		return
+	}
 	if n := len(w.rtTrans); st != "" && (n == 0 || w.rtTrans[n-1].status != st || w.rtTrans[n-1].reason != reason) {
 		w.rtTrans = append(w.rtTrans, transition{at: now, status: st, reason: reason, message: msg})
 	}

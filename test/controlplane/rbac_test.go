@@ -52,6 +52,13 @@ func gatewayAccess() []access {
 		{"patch", "gateway.networking.k8s.io", "httproutes", team, true, "Observe dry-run applies the observed HTTPRoute"},
 		{"delete", "aigateway.envoyproxy.io", "aigatewayroutes", gatewayNS, true, "the anchor route goes with its InferenceGateway"},
 		{"patch", "", "secrets", team, true, "the backends' API keys are applied into team namespaces"},
+		{"create", "", "secrets", gatewayNS, true, "the callers' Secrets are copied into the gateway namespace"},
+		{"watch", "gateway.envoyproxy.io", "securitypolicies", "", true, "the caller-auth SecurityPolicy's watch is a cluster-wide informer"},
+		{"delete", "gateway.envoyproxy.io", "securitypolicies", gatewayNS, true, "the caller-auth policy goes when spec.auth is removed"},
+		{"create", "", "configmaps", gatewayNS, true, "the gateway publishes GatewayReady in a ConfigMap"},
+		{"watch", "aigateway.envoyproxy.io", "aigatewayroutes", "", true, "the model routes' watch is a cluster-wide informer"},
+		{"watch", "aigateway.envoyproxy.io", "aiservicebackends", "", false, "AIServiceBackends are not watched"},
+		{"watch", "", "configmaps", "", true, "every ModelRoute watches the gateway-status ConfigMap; the informer is cluster-wide"},
 		{"delete", "", "namespaces", "", false, "namespaces are never deleted"},
 		{"update", "", "namespaces", "", false, "server-side apply is a PATCH; nothing needs update"},
 		{"patch", "apps", "deployments", "kube-system", false, "only Envoy Gateway's namespace holds an observed Deployment"},
@@ -63,7 +70,9 @@ func gatewayAccess() []access {
 		{"create", "gateway.envoyproxy.io", "httproutefilters", names.FrontDoorNamespace(gatewayNS), true, "the health check's direct response"},
 		{"patch", "gateway.envoyproxy.io", "securitypolicies", names.FrontDoorNamespace(gatewayNS), true, "the front door's allow-all policy"},
 		{"patch", "", "secrets", gatewayNS, true, "TLS Secrets are copied into the gateway namespace"},
+		{"update", "", "configmaps", gatewayNS, false, "server-side apply is a PATCH; nothing needs update"},
 		{"create", "", "pods", envoyGatewayNS, false, "nothing composed is a pod"},
+		{"create", "gateway.envoyproxy.io", "envoyextensionpolicies", gatewayNS, false, "nothing composed is an extension policy"},
 	}
 }
 

@@ -87,7 +87,8 @@ func (k kicker) kick() {
 // an available replica (internal/gatewayapi/status/gateway.go,
 // updateGatewayProgrammedCondition). It writes status.ancestors on traffic
 // policies and status.parents on HTTPRoutes (routes_test.go, policyStatus
-// and routeStatus). It leaves out the Service, ServiceAccount, PDB, HPA,
+// and routeStatus), and judges SecurityPolicies by Envoy Gateway's rules
+// (securitypolicy_test.go). It leaves out the Service, ServiceAccount, PDB, HPA,
 // xDS and everything about traffic; it never deletes a Deployment.
 type envoyGateway struct {
 	c       *cluster
@@ -110,6 +111,9 @@ func (e *envoyGateway) reconcile(ctx context.Context) error {
 		return err
 	}
 	if err := e.policyStatus(ctx, ours); err != nil {
+		return err
+	}
+	if err := e.securityPolicyStatus(ctx, ours); err != nil {
 		return err
 	}
 	return e.routeStatus(ctx, ours)

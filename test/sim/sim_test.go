@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
 // --- the user --------------------------------------------------------------
@@ -31,14 +32,30 @@ func (w *world) createRoute(name string) {
 
 // --- scheduling ------------------------------------------------------------
 
-// actions lists the actors that can act now. blocked holds actors a
-// scenario holds back to force an order.
-// frontDoor names the InferenceGateway's front-door Objects.
-var frontDoor = map[string]bool{
+// quietOnly names the Objects left out of the random action pool, which
+// play no part in the rollout this model checks: the front door's (health
+// check, redirect, their policy and namespace), the gateway-status
+// ConfigMap the InferenceGateway publishes, and each ModelRoute's
+// observe-only Object on it. Every Object is one action in the pool, so
+// more would reshuffle every seed's schedule, and the rows that show
+// another rule breaking an invariant depend on a few schedules; they are
+// observed in quiet's rounds instead. Leaving the gateway-status Objects
+// out keeps each ModelRoute on the InferenceGateway's own condition, which
+// the published status can only make stricter (route.published: ready
+// only when both say so).
+var quietOnly = map[string]bool{
 	gateway.ResourceFrontDoorNamespace: true, gateway.ResourceHealthFilter: true, gateway.ResourceHealthRoute: true,
 	gateway.ResourceFrontDoorPolicy: true, gateway.ResourceRedirectRoute: true,
+	gateway.ResourceGatewayStatus: true,
 }
 
+func init() {
+	// Both composites call it gateway-status today; each may rename it.
+	quietOnly[route.ResourceGatewayStatus] = true
+}
+
+// actions lists the actors that can act now. blocked holds actors a
+// scenario holds back to force an order.
 func (w *world) actions(blocked map[string]bool) []func() {
 	var acts []func()
 	add := func(name string, f func()) {
@@ -56,12 +73,7 @@ func (w *world) actions(blocked map[string]bool) []func() {
 	add("gc", w.garbageCollector)
 	for _, k := range sortedKeys(w.objects) {
 		o := w.objects[k]
-		if frontDoor[o.resource] {
-			// The front door's Objects (health check, redirect, their
-			// policy and namespace) play no part in the rollout this model
-			// checks. Every Object is one action in the random pool, so
-			// four more would reshuffle every seed's schedule; they are
-			// observed in quiet's rounds instead.
+		if quietOnly[o.resource] {
 			continue
 		}
 		if o.spec["watch"] == true && !w.cfg.watchOn {

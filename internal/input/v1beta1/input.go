@@ -86,6 +86,15 @@ type Input struct {
 	// its InferenceGateway. It defaults to the ModelRoute's own apiVersion.
 	// +optional
 	InferenceGatewayAPIVersion string `json:"inferenceGatewayAPIVersion,omitempty"`
+
+	// ClusterDomain is the DNS domain of the gateway cluster's Services. A
+	// ModelRoute backend whose hostname ends in .svc or .svc.<clusterDomain>
+	// is inside the cluster, and by default receives the caller's client
+	// ID; any other backend does not.
+	// +optional
+	// +kubebuilder:default=cluster.local
+	// +kubebuilder:validation:MaxLength=253
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 }
 
 // Header is an HTTP header name and value.
@@ -119,6 +128,7 @@ func (in *Input) WithDefaults() *Input {
 	def(&out.ObjectNamespace, names.DefaultObjectNamespace)
 	def(&out.GatewayClassName, names.DefaultGatewayClassName)
 	def(&out.EnvoyGatewayNamespace, names.DefaultEnvoyGatewayNamespace)
+	def(&out.ClusterDomain, names.DefaultClusterDomain)
 	if len(out.ExtProcMarkerAnnotations) == 0 {
 		out.ExtProcMarkerAnnotations = []string{MarkerConfigHash, MarkerUUID}
 	}

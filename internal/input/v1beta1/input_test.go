@@ -15,6 +15,7 @@ func TestWithDefaults(t *testing.T) {
 		EnvoyGatewayNamespace:    "envoy-gateway-system",
 		ExtProcMarkerAnnotations: []string{MarkerConfigHash, MarkerUUID},
 		AnchorHeader:             &Header{Name: "x-modelplane-gateway-anchor", Value: "true"},
+		ClusterDomain:            "cluster.local",
 	}
 	cases := map[string]struct {
 		reason string

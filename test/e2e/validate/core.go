@@ -46,6 +46,12 @@ var coreKinds = map[schema.GroupVersionKind]coreKind{
 		name:       apivalidation.NameIsDNSSubdomain,
 		extra:      secretKeys,
 	},
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"): {
+		newObj:     func() metav1.Object { return &corev1.ConfigMap{} },
+		namespaced: true,
+		name:       apivalidation.NameIsDNSSubdomain,
+		extra:      configMapKeys,
+	},
 	corev1.SchemeGroupVersion.WithKind("Namespace"): {
 		newObj:     func() metav1.Object { return &corev1.Namespace{} },
 		namespaced: false,
@@ -93,6 +99,21 @@ func secretKeys(root *field.Path, obj metav1.Object) field.ErrorList {
 	for k := range s.StringData {
 		for _, msg := range utilvalidation.IsConfigMapKey(k) {
 			errs = append(errs, field.Invalid(root.Child("stringData").Key(k), k, msg))
+		}
+	}
+	return errs
+}
+
+// configMapKeys checks a ConfigMap's keys as the API server does.
+func configMapKeys(root *field.Path, obj metav1.Object) field.ErrorList {
+	c, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return field.ErrorList{field.InternalError(root, fmt.Errorf("%T is not a ConfigMap", obj))}
+	}
+	var errs field.ErrorList
+	for k := range c.Data {
+		for _, msg := range utilvalidation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(root.Child("data").Key(k), k, msg))
 		}
 	}
 	return errs

@@ -333,9 +333,9 @@ func TestValidate(t *testing.T) {
 			in:     gateway,
 			change: func(m map[string]any) {
 				m["apiVersion"] = "v1"
-				m["kind"] = "ConfigMap"
+				m["kind"] = "PodTemplate"
 			},
-			want: []string{"kind: Invalid value: \"ConfigMap\": no CRD defines this kind in v1"},
+			want: []string{"kind: Invalid value: \"PodTemplate\": no CRD defines this kind in v1"},
 		},
 	}
 	for name, tc := range cases {

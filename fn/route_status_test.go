@@ -1,0 +1,198 @@
+package fn
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crossplane/function-sdk-go/logging"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+)
+
+// statusObject is the ModelRoute's observed gateway-status Object: the
+// ConfigMap the gateway publishes GatewayReady in, live unless synced is
+// false.
+func statusObject(ready, reason string, synced bool) obj {
+	return object("gateway-status", obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj{"name": "inference-gateway-status"},
+		"data": obj{"gatewayReady": ready, "reason": reason}}, synced, true)
+}
+
+// TestRoutingFollowsPublishedGatewayStatus checks that a ModelRoute takes
+// its gateway's verdict from the gateway-status ConfigMap it watches when
+// it sees it live, before the InferenceGateway's own condition, and that
+// while it waits only for a gateway it watches it asks for no early
+// reconcile.
+func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
+	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
+	with := func(status obj) map[string]obj {
+		o := observedRoute(true)
+		if status == nil {
+			delete(o, "gateway-status")
+		} else {
+			o["gateway-status"] = status
+		}
+		return o
+	}
+	cases := map[string]struct {
+		reason   string
+		gateway  []obj
+		observed map[string]obj
+		want     string
+		message  string
+		ttl      time.Duration
+	}{
+		"BothReady": {
+			reason:   "Both say ready: route.",
+			gateway:  gwReady,
+			observed: with(statusObject("True", "Serving", true)),
+			want:     "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted",
+			ttl:      time.Minute,
+		},
+		"BothNotReady": {
+			reason:   "Both say the gateway rolls out: wait, quoting its reason, and let the ConfigMap's watch, not the TTL, bring the end.",
+			gateway:  gwRolling,
+			observed: with(statusObject("False", "OldReplicasPresent", true)),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message:  "(OldReplicasPresent)",
+			ttl:      route.WatchedGatewayRequeue,
+		},
+		"GatewayAndRoute": {
+			reason:  "Waiting for the gateway and for AI Gateway's verdict on the route: the ConfigMap's watch wakes the ModelRoute for only one of them, so look again soon.",
+			gateway: gwRolling,
+			observed: func() map[string]obj {
+				o := with(statusObject("False", "OldReplicasPresent", true))
+				o["route"] = routedObject(false, "qwen-b", "qwen-a")
+				return o
+			}(),
+			want:    "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message: "Also:",
+			ttl:     NotReadyTTL,
+		},
+		"ConfigMapAhead": {
+			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: not ready until both agree, and look again soon.",
+			gateway:  gwRolling,
+			observed: with(statusObject("True", "Serving", true)),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message:  "(OldReplicasPresent)",
+			ttl:      route.DisagreeRequeue,
+		},
+		"ConfigMapBehind": {
+			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late.",
+			gateway:  gwReady,
+			observed: with(statusObject("False", "OldReplicasPresent", true)),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message:  "gateway-status ConfigMap on the gateway cluster says OldReplicasPresent",
+			ttl:      route.DisagreeRequeue,
+		},
+		"NotPublished": {
+			reason:   "No ConfigMap observed (a gateway composed by an older version): the InferenceGateway's condition decides, and the ModelRoute looks again soon.",
+			gateway:  gwRolling,
+			observed: with(nil),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			message:  "(OldReplicasPresent)",
+			ttl:      NotReadyTTL,
+		},
+		"StalePublished": {
+			reason:   "The Object's last look failed: its old data is no evidence; the InferenceGateway's condition decides.",
+			gateway:  gwRolling,
+			observed: with(statusObject("True", "Serving", false)),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			ttl:      NotReadyTTL,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, routeXR(ab...), tc.observed, map[string][]obj{"gateway": tc.gateway, "secret-key-a": keyA}))
+			if diff := cmp.Diff([]string{tc.want}, summarize(rsp).Conditions); diff != "" {
+				t.Errorf("%s\nconditions: -want, +got:\n%s", tc.reason, diff)
+			}
+			if msg := condition(rsp, "RoutingReady").GetMessage(); !strings.Contains(msg, tc.message) {
+				t.Errorf("%s\nRoutingReady message %q does not contain %q", tc.reason, msg, tc.message)
+			}
+			if diff := cmp.Diff(tc.ttl, rsp.GetMeta().GetTtl().AsDuration()); diff != "" {
+				t.Errorf("%s\nTTL: -want, +got:\n%s", tc.reason, diff)
+			}
+			st := rsp.GetDesired().GetResources()["gateway-status"].GetResource().AsMap()["spec"].(obj)
+			if st["watch"] != true || !cmp.Equal(st["managementPolicies"], []any{"Observe"}) {
+				t.Errorf("%s\nthe gateway-status Object must be observe-only and watched: %v", tc.reason, st)
+			}
+		})
+	}
+}
+
+// TestGatewayPublishesItsStatus checks the ConfigMap the InferenceGateway
+// publishes: GatewayReady's status and reason, and nothing that changes
+// more often (the message carries rollout counters).
+func TestGatewayPublishesItsStatus(t *testing.T) {
+	cases := map[string]struct {
+		dep  obj
+		want obj
+	}{
+		"Ready":   {deploymentManifest(2, 2, true, 2, 2, 2), obj{"gatewayReady": "True", "reason": "Serving"}},
+		"Rolling": {deploymentManifest(3, 3, true, 3, 1, 2), obj{"gatewayReady": "False", "reason": "OldReplicasPresent"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, tc.dep, true), nil))
+			m := manifest(rsp, "gateway-status")
+			if diff := cmp.Diff(tc.want, m["data"]); diff != "" {
+				t.Errorf("gateway-status data: -want, +got:\n%s", diff)
+			}
+			if diff := cmp.Diff(obj{"name": "inference-gateway-status", "namespace": "modelplane-system"}, m["metadata"]); diff != "" {
+				t.Errorf("gateway-status metadata: -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRouteRequeueWhileWatchesHeldBack checks that a ModelRoute whose
+// watch events Crossplane's circuit breaker holds back (Responsive=False,
+// WatchCircuitOpen) asks to be looked at again within a second while it
+// waits, backing off the longer it waits, and that a closed circuit leaves
+// it to the watches.
+func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
+	xr := func(open bool, falseSince time.Duration) obj {
+		r := routeXR(ab...)
+		responsive := obj{"type": "Responsive", "status": "True", "reason": "WatchCircuitClosed", "lastTransitionTime": now.Add(-time.Hour).Format(time.RFC3339)}
+		if open {
+			responsive = obj{"type": "Responsive", "status": "False", "reason": "WatchCircuitOpen", "lastTransitionTime": now.Add(-time.Minute).Format(time.RFC3339)}
+		}
+		r["status"] = obj{"conditions": []any{responsive,
+			obj{"type": "RoutingReady", "status": "False", "reason": "WaitingForGateway", "lastTransitionTime": now.Add(-falseSince).Format(time.RFC3339)}}}
+		return r
+	}
+	observed := func() map[string]obj {
+		o := observedRoute(true)
+		o["gateway-status"] = statusObject("False", "OldReplicasPresent", true)
+		return o
+	}
+	cases := map[string]struct {
+		reason string
+		xr     obj
+		want   time.Duration
+	}{
+		"HeldBackJustNow": {"The circuit is open and the route has waited 10 s: a second.", xr(true, 10*time.Second), compose.FastRequeue},
+		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to 5 s.", xr(true, 5*time.Minute), compose.SlowRequeue},
+		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: the not-ready default.", xr(true, 20*time.Minute), NotReadyTTL},
+		"WatchesFlowing":  {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), route.WatchedGatewayRequeue},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := New(logging.NewNopLogger())
+			f.now = func() time.Time { return now }
+			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, observed(), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rsp.GetMeta().GetTtl().AsDuration()); diff != "" {
+				t.Errorf("%s\nTTL: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

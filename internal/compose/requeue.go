@@ -1,0 +1,82 @@
+package compose
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+)
+
+// How soon a composite whose condition is False is reconciled again, by
+// how long it has been False.
+//
+// Crossplane reconciles a composite when a composed resource changes, but
+// through a circuit breaker per composite (crossplane v2.2.0
+// internal/circuit: a bucket of 100 tokens refilled at one a second; each
+// update of a watched object takes two, for its old and new versions;
+// when the bucket is empty the breaker opens for five minutes and lets one
+// event through every 30 seconds). A composite's creation, or an Envoy
+// rollout, whose every Deployment status write reaches the watched
+// envoy-deployment Object, empties it. The response TTL is not subject to
+// the breaker: Crossplane requeues the composite after the shortest TTL of
+// its pipeline (internal/controller/apiextensions/composite/reconciler.go),
+// so while a composite waits for something that is about to happen and
+// its events may be held back, a short TTL is what brings its condition
+// within a second. It backs off so that a composite stuck for a reason
+// that needs a person does not keep the API server busy: each reconcile
+// applies every composed resource once.
+const (
+	// FastRequeue is the TTL for the first FastFor of a False spell.
+	FastRequeue = time.Second
+	// FastFor is how long FastRequeue lasts: longer than a rollout of a
+	// few Envoy pods takes.
+	FastFor = 2 * time.Minute
+	// SlowRequeue is the TTL after FastFor, until SlowFor.
+	SlowRequeue = 5 * time.Second
+	// SlowFor is when Backoff leaves the TTL to the caller's default for a
+	// not-ready composite.
+	SlowFor = 10 * time.Minute
+)
+
+// conditionsOf reads an observed composite's conditions. An unreadable
+// status reads as none: it only loses what the TTL remembers.
+func conditionsOf(xr map[string]any) []metav1.Condition {
+	st := struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{}
+	if decode.Into("the composite", "status", xr["status"], &st) != nil {
+		return nil
+	}
+	return st.Conditions
+}
+
+// Backoff is the TTL for a composite whose condition typ is False now:
+// FastRequeue, then SlowRequeue, then 0 (the caller's default), by how long
+// the observed composite has said False. A condition that the observed
+// composite still has True (or not at all) has just turned False.
+func Backoff(xr map[string]any, typ string, now time.Time) time.Duration {
+	since := now
+	if c := meta.FindStatusCondition(conditionsOf(xr), typ); c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+		since = c.LastTransitionTime.Time
+	}
+	switch d := now.Sub(since); {
+	case d < FastFor:
+		return FastRequeue
+	case d < SlowFor:
+		return SlowRequeue
+	}
+	return 0
+}
+
+// WatchesHeldBack reports whether Crossplane's circuit breaker was holding
+// back the composite's watch events when it last reconciled it: Crossplane
+// then sets the composite's Responsive condition False with reason
+// WatchCircuitOpen (crossplane v2.2.0 apis/apiextensions/v1/conditions.go,
+// WatchCircuitOpen; set at the start of every reconcile in
+// internal/controller/apiextensions/composite/reconciler.go).
+func WatchesHeldBack(xr map[string]any) bool {
+	c := meta.FindStatusCondition(conditionsOf(xr), "Responsive")
+	return c != nil && c.Status == metav1.ConditionFalse
+}

@@ -1,0 +1,455 @@
+package gateway
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
+)
+
+// Caller authentication. The callers' Secrets live on the control plane;
+// provider-kubernetes copies each to the gateway cluster, and a
+// SecurityPolicy on the Gateway makes Envoy check every request's key
+// against them (Envoy Gateway apiKeyAuth, Envoy's api_key_auth filter).
+
+// AuthMethodAPIKey is the only caller authentication method: API keys.
+const AuthMethodAPIKey = "APIKey"
+
+// Composition resource and requirement names of caller authentication.
+const (
+	// ResourceCallerAuth is the SecurityPolicy on the Gateway.
+	ResourceCallerAuth = "caller-auth"
+	// PrefixCallerSecret starts the composition resource name of each
+	// caller Secret copied to the gateway cluster; the control-plane
+	// Secret's name follows.
+	PrefixCallerSecret = "caller-secret-"
+	// RequireCallerSecrets asks Crossplane for the Secrets that
+	// spec.auth.apiKey.secretSelector selects.
+	RequireCallerSecrets = "caller-secrets"
+)
+
+// maxSelectorLabels is the most labels a caller Secret selector may have.
+const maxSelectorLabels = 16
+
+// keyHeaders are where Envoy looks for a caller's key, in order:
+// Authorization, which OpenAI SDKs send as "Bearer <key>", and x-api-key,
+// which Anthropic SDKs send. Envoy's api_key_auth filter drops a leading
+// "Bearer " from a header value and takes the first source that has a key
+// (envoy source/extensions/filters/http/api_key_auth/api_key_auth.cc,
+// KeySources::Source::getKey); Envoy Gateway makes one key source of
+// each header (gateway v1.8.1 internal/xds/translator/api_key_auth.go).
+var keyHeaders = []string{"authorization", "x-api-key"}
+
+// Auth says how callers authenticate.
+type Auth struct {
+	// Method is APIKey, the default.
+	Method string `json:"method,omitempty"`
+	// APIKey selects the Secrets that hold the callers' keys.
+	APIKey *APIKeyAuth `json:"apiKey,omitempty"`
+}
+
+// APIKeyAuth selects the callers' Secrets.
+type APIKeyAuth struct {
+	// SecretSelector selects Secrets in the Input's objectNamespace on the
+	// control plane. Each data entry of a Secret is one caller: the key is
+	// the client ID, the value its API key.
+	SecretSelector *SecretSelector `json:"secretSelector,omitempty"`
+}
+
+// SecretSelector selects Secrets by label.
+type SecretSelector struct {
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+}
+
+// AuthStatus is what the gateway reports of caller authentication.
+type AuthStatus struct {
+	// Method is APIKey, or None when the gateway is open to every caller.
+	Method string `json:"method"`
+	// Secrets names the control-plane Secrets whose callers Envoy checks.
+	Secrets []string `json:"secrets,omitempty"`
+	// Clients counts the client IDs in those Secrets.
+	Clients int `json:"clients,omitempty"`
+}
+
+// AuthEnabled reports whether callers must authenticate.
+func (s *Spec) AuthEnabled() bool { return s.Auth != nil }
+
+func (s *Spec) validateAuth() error {
+	a := s.Auth
+	if a == nil {
+		return nil
+	}
+	if a.Method != "" && a.Method != AuthMethodAPIKey {
+		return errors.Errorf("cannot compose InferenceGateway: spec.auth.method %q is not supported; set %q, or remove spec.auth to leave the gateway open", a.Method, AuthMethodAPIKey)
+	}
+	if a.APIKey == nil || a.APIKey.SecretSelector == nil || len(a.APIKey.SecretSelector.MatchLabels) == 0 {
+		return errors.New("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels is required with spec.auth; set the labels of the callers' Secrets, such as modelplane.ai/callers: \"true\"")
+	}
+	ls := a.APIKey.SecretSelector.MatchLabels
+	if len(ls) > maxSelectorLabels {
+		return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels has %d labels; use at most %d", len(ls), maxSelectorLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ls)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels key %q is not a label key (%s)", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(ls[k]); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels[%q] value %q is not a label value (%s)", k, ls[k], strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// callerSecret is one selected caller Secret.
+type callerSecret struct {
+	// name on the control plane; remoteName on the gateway cluster.
+	name, remoteName string
+	// version is the control-plane Secret's resourceVersion.
+	version string
+	// clients counts its client IDs.
+	clients int
+	// empty: the Secret has no data, so there is nothing to copy.
+	empty bool
+	// problem says why Envoy Gateway could not use it; empty if it can.
+	problem string
+	// delivery is how far its copy has got.
+	delivery remote.CopyState
+	// inUse: the SecurityPolicy references it.
+	inUse bool
+}
+
+// callers is what the function knows of the caller Secrets.
+type callers struct {
+	// resolved: Crossplane has fetched the selection.
+	resolved bool
+	// selected are the selected Secrets, by name.
+	selected []callerSecret
+	// inPolicy names the gateway-cluster Secrets the observed
+	// SecurityPolicy references, as applied or as live.
+	inPolicy map[string]bool
+	// notes are mistakes that do not stop a Secret from being used.
+	notes []string
+}
+
+// readCallers reads the selected caller Secrets and decides which the
+// policy uses. It compares API keys to find what Envoy Gateway would
+// reject, but never copies a key anywhere: no message names one.
+func (b builder) readCallers(req compose.Request) callers {
+	c := callers{inPolicy: policyRefs(req.Observed[ResourceCallerAuth])}
+	items, ok := req.Required[RequireCallerSecrets]
+	if !ok {
+		return c
+	}
+	c.resolved = true
+	sort.Slice(items, func(i, j int) bool { return itemName(items[i]) < itemName(items[j]) })
+	data := map[string]map[string]any{}
+	for _, it := range items {
+		name := itemName(it)
+		md, _ := it["metadata"].(map[string]any)
+		s := callerSecret{name: name, remoteName: names.CallerSecret(b.in.GatewayName, name), delivery: remote.CopyStateIn(req.Observed, PrefixCallerSecret+name)}
+		s.version, _ = md["resourceVersion"].(string)
+		d, _ := it["data"].(map[string]any)
+		data[name] = d
+		s.empty = len(d) == 0
+		if s.empty {
+			s.problem = fmt.Sprintf("caller Secret %q is not used: it has no data; add one entry per caller, the client ID as the key and its API key as the value", name)
+		}
+		for _, id := range slices.Sorted(maps.Keys(d)) {
+			if k, _ := d[id].(string); k == "" && s.problem == "" {
+				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has an empty API key; set one", name, id)
+			}
+		}
+		c.selected = append(c.selected, s)
+	}
+	c.choose(data)
+	return c
+}
+
+// choose marks the Secrets the policy uses, given each Secret's data.
+func (c *callers) choose(data map[string]map[string]any) {
+	// Of the Secrets whose copy is there (or that the observed policy
+	// already names), Envoy Gateway reads them in credentialRefs order,
+	// skips a client ID it has seen, and rejects the whole policy
+	// ("duplicated API key") when two clients share a key (gateway v1.8.1
+	// internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The policy
+	// lists the Secrets in name order; a Secret that would bring a
+	// duplicated key is left out, so the others keep working.
+	owner := map[string]string{} // client ID -> Secret that holds it
+	keyOf := map[string]string{} // key -> client ID
+	for i := range c.selected {
+		s := &c.selected[i]
+		if s.problem != "" || (!s.delivery.Delivered && !c.inPolicy[s.remoteName]) {
+			continue
+		}
+		local := map[string]string{}
+		var dups []string
+		for _, id := range slices.Sorted(maps.Keys(data[s.name])) {
+			if prev, seen := owner[id]; seen {
+				dups = append(dups, fmt.Sprintf("client ID %q is in the caller Secrets %q and %q; Envoy Gateway uses the key in %q, the first by name, and ignores the other; keep each client ID in one Secret", id, prev, s.name, prev))
+				continue
+			}
+			key, _ := data[s.name][id].(string)
+			other, dup := keyOf[key]
+			if !dup {
+				other, dup = local[key]
+			}
+			if dup {
+				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has the same API key as client ID %q, and Envoy Gateway rejects a policy with a duplicated API key, which would deny every caller; give each client its own key", s.name, id, other)
+				break
+			}
+			local[key] = id
+		}
+		if s.problem != "" {
+			continue
+		}
+		c.notes = append(c.notes, dups...)
+		for key, id := range local {
+			keyOf[key] = id
+			owner[id] = s.name
+		}
+		s.clients = len(local)
+		s.inUse = true
+	}
+}
+
+// inUse lists the Secrets the SecurityPolicy references: those Envoy
+// Gateway can use, once their copy has reached the gateway cluster or
+// while the observed policy already references them, so a rotation that
+// is being copied never drops a Secret. Envoy Gateway rejects a policy
+// that references a Secret that does not exist (validateSecretRef), and a
+// rejected policy answers 500 on every route it targets.
+func (c callers) inUse() []callerSecret {
+	var out []callerSecret
+	for _, s := range c.selected {
+		if s.inUse {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// implied adds the composition resource names caller authentication
+// implies: the policy, every selected Secret, and every observed copy the
+// observed policy still references, so that no Secret is deleted while
+// Envoy Gateway may read it. Before Crossplane has fetched the selection,
+// every observed copy is implied.
+func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, implied map[string]bool) {
+	if b.spec.AuthEnabled() {
+		implied[ResourceCallerAuth] = true
+	}
+	for _, s := range c.selected {
+		if b.spec.AuthEnabled() {
+			implied[PrefixCallerSecret+s.name] = true
+		}
+	}
+	for n := range obs {
+		name, ok := strings.CutPrefix(n, PrefixCallerSecret)
+		if !ok {
+			continue
+		}
+		if c.inPolicy[names.CallerSecret(b.in.GatewayName, name)] || (b.spec.AuthEnabled() && !c.resolved) {
+			implied[n] = true
+		}
+	}
+}
+
+// composeCallers adds the caller Secrets' copies and the SecurityPolicy.
+// Nothing is built before Crossplane has fetched the selection: what was
+// composed is carried forward instead.
+func (b builder) composeCallers(c callers, policyAccepted bool, res map[string]compose.Desired) {
+	if !b.spec.AuthEnabled() || !c.resolved {
+		return
+	}
+	for _, s := range c.selected {
+		if s.empty {
+			// No data to copy: provider-kubernetes would fail to
+			// resolve the reference.
+			continue
+		}
+		cp := remote.SecretCopy{
+			Meta: b.meta(s.remoteName), Type: "Opaque",
+			// The whole data map: every client ID of the Secret.
+			Name: s.name, Namespace: b.in.ObjectNamespace, Keys: []remote.KeyCopy{{FieldPath: "data", ToFieldPath: "data"}},
+			Version: s.version, VersionAnnotation: names.CallerSecretVersionAnnotation,
+		}
+		res[PrefixCallerSecret+s.name] = compose.Desired{Object: cp.Object(b.spec.ProviderConfigName, s.delivery.MayReference, remote.InNamespace(b.in.ObjectNamespace)), Ready: s.delivery.Delivered}
+	}
+	res[ResourceCallerAuth] = compose.Desired{Object: b.callerPolicy(c.inUse()), Ready: policyAccepted}
+}
+
+// callerPolicy makes Envoy check every request's key against the callers'
+// Secrets, forward the caller's client ID in x-modelplane-caller and strip
+// the key before the request goes upstream (Envoy's api_key_auth
+// forwarding: the header is set, replacing whatever the caller sent, and
+// hide_credentials removes the key's header). With no Secret to use it
+// denies every request: authorization with default action Deny and no rule
+// (gateway v1.8.1 api/v1alpha1/authorization_types.go). A route-targeted
+// SecurityPolicy overrides this one for that route (gateway v1.8.1
+// internal/gatewayapi/securitypolicy.go: a policy on a more specific
+// target wins), which is how an open route such as a health check stays
+// open.
+func (b builder) callerPolicy(use []callerSecret) *remote.Object {
+	spec := &egv1a1.SecurityPolicySpec{PolicyTargetReferences: b.gatewayTarget()}
+	if len(use) == 0 {
+		spec.Authorization = &egv1a1.Authorization{DefaultAction: ptr.To(egv1a1.AuthorizationActionDeny)}
+	} else {
+		refs := make([]gwapiv1.SecretObjectReference, len(use))
+		for i, s := range use {
+			refs[i] = gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(s.remoteName)}
+		}
+		spec.APIKeyAuth = &egv1a1.APIKeyAuth{
+			CredentialRefs:        refs,
+			ExtractFrom:           []*egv1a1.ExtractFrom{{Headers: keyHeaders}},
+			ForwardClientIDHeader: new(names.CallerHeader),
+			Sanitize:              new(true),
+		}
+	}
+	return b.wrap(&remote.Manifest[egv1a1.SecurityPolicySpec]{
+		APIVersion: upstream.EnvoyGatewayAPIVersion,
+		Kind:       "SecurityPolicy",
+		Metadata:   b.meta(names.CallerPolicy(b.in.GatewayName)),
+		Spec:       spec,
+		// Watched, and Ready only for the generation it has: every change
+		// of the callers changes the policy, and without both the Object
+		// would show Envoy Gateway's verdict on the previous generation
+		// until the provider's next poll (ten minutes while Ready).
+	}, remote.ReadyWhen(upstream.CELPolicyAcceptedNow), remote.Watch())
+}
+
+// callerRequirements asks for the selected caller Secrets.
+func (b builder) callerRequirements() map[string]compose.Requirement {
+	if !b.spec.AuthEnabled() {
+		return nil
+	}
+	return map[string]compose.Requirement{RequireCallerSecrets: {
+		APIVersion: "v1", Kind: "Secret", Namespace: b.in.ObjectNamespace,
+		MatchLabels: b.spec.Auth.APIKey.SecretSelector.MatchLabels,
+	}}
+}
+
+// authStatus reports the method and what is in use.
+func (b builder) authStatus(c callers) *AuthStatus {
+	if !b.spec.AuthEnabled() {
+		return &AuthStatus{Method: "None"}
+	}
+	st := &AuthStatus{Method: AuthMethodAPIKey}
+	for _, s := range c.inUse() {
+		st.Secrets = append(st.Secrets, s.name)
+		st.Clients += s.clients
+	}
+	return st
+}
+
+// openNotice is the Normal result of a gateway without caller
+// authentication, so that nobody runs one by accident.
+func (b builder) openNotice() string {
+	return "the gateway is open: spec.auth is not set, so anyone who can reach it can call every model it serves; set spec.auth.apiKey.secretSelector to require an API key"
+}
+
+// observeCallerAuth requires a usable caller Secret and Envoy Gateway's
+// acceptance of the SecurityPolicy. Problems of single Secrets that leave
+// others in use are warnings, not readiness failures.
+func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.Observed) error {
+	return func(e *evidence, obs map[string]remote.Observed) error {
+		if !b.spec.AuthEnabled() {
+			return nil
+		}
+		for _, s := range c.selected {
+			if s.problem != "" {
+				e.authWarnings = append(e.authWarnings, s.problem)
+			}
+		}
+		e.authWarnings = append(e.authWarnings, c.notes...)
+		if !c.resolved {
+			e.problems.Add(ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")
+			return nil
+		}
+		if len(c.inUse()) == 0 {
+			b.noCallers(e, c)
+		}
+		name := names.CallerPolicy(b.in.GatewayName)
+		o, ok := obs[ResourceCallerAuth]
+		if !ok || !o.Live() {
+			e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller-auth SecurityPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
+			return nil
+		}
+		cond, err := upstream.PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
+		if err != nil {
+			return errors.Wrapf(err, "cannot read the observed SecurityPolicy %q", name)
+		}
+		e.callerPolicyAccepted = upstream.IsTrue(cond)
+		if !e.callerPolicyAccepted {
+			e.problems.Add(ReasonCallerAuthNotAccepted, upstream.WithMessage(fmt.Sprintf("Envoy Gateway has not accepted the caller-auth SecurityPolicy %q for the Gateway %q; while it is rejected, Envoy answers 500 to every model request", name, b.in.GatewayName), cond))
+		}
+		return nil
+	}
+}
+
+// noCallers explains why no caller can get through.
+func (b builder) noCallers(e *evidence, c callers) {
+	sel := b.spec.Auth.APIKey.SecretSelector.MatchLabels
+	var labels []string
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		labels = append(labels, k+"="+sel[k])
+	}
+	deny := "the gateway denies every model request until one is"
+	var delivering []string
+	for _, s := range c.selected {
+		if s.problem == "" && !s.inUse {
+			delivering = append(delivering, s.name)
+		}
+	}
+	switch {
+	case len(c.selected) == 0:
+		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
+	case len(delivering) == 0:
+		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
+	default:
+		e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
+	}
+}
+
+// policyRefs names the Secrets an observed caller-auth SecurityPolicy
+// references, in the spec last applied and in the live object, which
+// differ until the provider has applied a change.
+func policyRefs(o remote.Observed) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range []map[string]any{o.Applied(), o.Manifest()} {
+		refs, _, _ := unstructured.NestedSlice(m, "spec", "apiKeyAuth", "credentialRefs")
+		for _, r := range refs {
+			rm, _ := r.(map[string]any)
+			if n, _ := rm["name"].(string); n != "" {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+func itemName(it map[string]any) string {
+	md, _ := it["metadata"].(map[string]any)
+	n, _ := md["name"].(string)
+	return n
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,224 @@
+package controlplane
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// How fast readiness follows the rollout, and what it costs the API
+// server. Each scenario that measures records its events, in seconds from
+// its own start, and its request rates; when CONTROLPLANE_TIMELINE names a
+// file, the suite writes them there as one JSON object per scenario.
+
+// Event names of the timeline file.
+const (
+	evObjectReady  = "object-ready"
+	evGatewayReady = "gateway-ready"
+	evRoutingReady = "routing-ready"
+	evRolloutDone  = "rollout-complete"
+	evRateAtRest   = "apiserver-requests-per-second-at-rest"
+	evRateRollout  = "apiserver-requests-per-second-rollout"
+)
+
+// timelineEnv names the file the timelines go to.
+const timelineEnv = "CONTROLPLANE_TIMELINE"
+
+// restWindow is how long the API server is watched while nothing happens:
+// long enough that every XR's 60 s TTL fires at least once.
+const restWindow = 90 * time.Second
+
+// speeds collects what the scenarios measured.
+type speeds struct {
+	mu sync.Mutex
+	by map[string]map[string]float64
+}
+
+// record notes one value of a scenario.
+func (s *speeds) record(scenario, event string, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string]map[string]float64{}
+	}
+	if s.by[scenario] == nil {
+		s.by[scenario] = map[string]float64{}
+	}
+	s.by[scenario][event] = v
+}
+
+// write puts the timelines into the file CONTROLPLANE_TIMELINE names, if
+// any, and logs them.
+func (s *speeds) write(t *testing.T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := json.MarshalIndent(s.by, "", "  ")
+	if err != nil {
+		t.Errorf("cannot encode the timelines: %v", err)
+		return
+	}
+	t.Logf("timelines and request rates:\n%s", b)
+	if p := os.Getenv(timelineEnv); p != "" {
+		if err := os.WriteFile(p, append(b, '\n'), 0o600); err != nil {
+			t.Errorf("cannot write %s=%s: %v", timelineEnv, p, err)
+		}
+	}
+}
+
+// requests is the API server's count of requests so far, as its
+// apiserver_request_total says, and when it was read. The audit log
+// splits a window of them by client (auditClients).
+type requests struct {
+	at    time.Time
+	total float64
+}
+
+// countRequests reads the API server's request counter.
+func (c *cluster) countRequests(ctx context.Context) (requests, error) {
+	r := requests{at: time.Now()}
+	hc, err := rest.HTTPClientFor(c.cfg)
+	if err != nil {
+		return r, err
+	}
+	body, err := httpGet(ctx, hc, c.cfg.Host+"/metrics", "")
+	if err != nil {
+		return r, fmt.Errorf("cannot read the API server's /metrics: %w", err)
+	}
+	for l := range strings.SplitSeq(body, "\n") {
+		if !strings.HasPrefix(l, "apiserver_request_total{") {
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return r, fmt.Errorf("cannot parse %q: %w", l, err)
+		}
+		r.total += v
+	}
+	return r, nil
+}
+
+// rate is requests per second between two counts, in all and for each
+// client the audit log names in that window.
+type rate struct {
+	total    float64
+	byClient map[string]float64
+}
+
+func (r rate) String() string {
+	keys := make([]string, 0, len(r.byClient))
+	for k := range r.byClient {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.1f", k, r.byClient[k])
+	}
+	return fmt.Sprintf("%.1f/s (%s)", r.total, strings.Join(parts, ", "))
+}
+
+// rateBetween is the request rate from a to b.
+func (c *cluster) rateBetween(a, b requests) rate {
+	secs := b.at.Sub(a.at).Seconds()
+	r := rate{total: (b.total - a.total) / secs, byClient: map[string]float64{}}
+	for k, n := range c.auditClients(a.at, b.at) {
+		r.byClient[k] = float64(n) / secs
+	}
+	return r
+}
+
+// auditClients counts the requests the audit log recorded between from and
+// to, by client: Crossplane, provider-kubernetes, kube-controller-manager,
+// and the suite itself (its stand-ins and observers).
+func (c *cluster) auditClients(from, to time.Time) map[string]int {
+	out := map[string]int{}
+	b, err := os.ReadFile(c.auditLog)
+	if err != nil {
+		c.tb.Logf("cannot read the audit log: %v", err)
+		return out
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		var e struct {
+			Stage     string    `json:"stage"`
+			UserAgent string    `json:"userAgent"`
+			Received  time.Time `json:"requestReceivedTimestamp"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(from) || !e.Received.Before(to) {
+			continue
+		}
+		out[clientOf(e.UserAgent)]++
+	}
+	return out
+}
+
+// clientOf names the program behind a user agent (client-go puts the
+// binary's name first).
+func clientOf(ua string) string {
+	name, _, _ := strings.Cut(ua, "/")
+	switch {
+	case strings.HasPrefix(name, "crossplane"):
+		return "crossplane"
+	case strings.HasPrefix(name, "provider-kubernetes"):
+		return "provider-kubernetes"
+	case strings.HasPrefix(name, "kube-controller-manager"):
+		return "kube-controller-manager"
+	case strings.HasPrefix(name, "kube-apiserver"):
+		return "kube-apiserver"
+	}
+	return "suite"
+}
+
+// measureRest counts requests over restWindow while nothing changes.
+func (sc *scenarios) measureRest(t *testing.T) rate {
+	t.Helper()
+	a, err := sc.c.countRequests(sc.ctx)
+	must(t, err)
+	select {
+	case <-time.After(restWindow):
+	case <-sc.ctx.Done():
+		t.Fatal(sc.ctx.Err())
+	}
+	b, err := sc.c.countRequests(sc.ctx)
+	must(t, err)
+	return sc.c.rateBetween(a, b)
+}
+
+// firstAfter returns the first transition to status at or after since.
+func firstAfter(ts []transition, since time.Time, status string) (time.Time, bool) {
+	for _, tr := range ts {
+		if !tr.at.Before(since) && tr.status == status {
+			return tr.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// lastStatusBefore returns the last status recorded before at, or "".
+func lastStatusBefore(ts []transition, at time.Time) string {
+	st := ""
+	for _, tr := range ts {
+		if tr.at.Before(at) {
+			st = tr.status
+		}
+	}
+	return st
+}
+
+// seconds is d in seconds, rounded to milliseconds.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
