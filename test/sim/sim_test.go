@@ -401,7 +401,7 @@ var expected = map[struct{ scenario, rule string }]string{
 	{"fresh gateway, pods before the Secret", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "reviewer's alternative"}:                   "✗ – ✓ ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "first version"}:                            "✗ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "first version"}:                            "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
@@ -441,7 +441,7 @@ var expected = map[struct{ scenario, rule string }]string{
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project"}:           "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "thread's final rule"}:    "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✓ – ✓ ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✗ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ ✓ ✓ ✓",
 }
 
