@@ -465,6 +465,12 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	s := sc.s
 	before := len(s.aigw.patched())
 	gen := sc.envoyDeployment(sc.ctx).GetGeneration()
+	// A live gateway and route: their creation opened their circuit
+	// breakers, which close five minutes later.
+	waited := sc.breakersClosed(t, "the gateway and the route", func(ctx context.Context) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{sc.gatewayXR(ctx), sc.routeXR(ctx)}
+	})
+	sc.sp.record("scenario-3", "waited-for-circuit-breakers", seconds(waited))
 	rest := sc.measureRest(t)
 	sc.sp.record("scenario-3", evRateAtRest, rest.total)
 	t.Logf("at rest, one gateway and one model: %s", rest)

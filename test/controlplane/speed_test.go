@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 )
 
@@ -221,4 +222,39 @@ func lastStatusBefore(ts []transition, at time.Time) string {
 // seconds is d in seconds, rounded to milliseconds.
 func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// waitBreakers bounds the wait for Crossplane's circuit breakers to close:
+// they stay open five minutes after they open (crossplane v2.2.0
+// --circuit-breaker-cooldown), and a composite reports the change at its
+// next reconcile, within its one-minute TTL.
+const waitBreakers = 8 * time.Minute
+
+// breakersClosed waits until Crossplane's circuit breaker of every
+// composite xrs returns is closed (its Responsive condition is True), as it
+// is on a gateway and routes that have been live for a while: a new
+// composite's creation burst, or a rollout, opens its own breaker for five
+// minutes, and while it is open watch events reach the composite at most
+// every 30 s. It returns how long it waited.
+func (sc *scenarios) breakersClosed(t *testing.T, what string, xrs func(ctx context.Context) []*unstructured.Unstructured) time.Duration {
+	t.Helper()
+	start := time.Now()
+	sc.eventually(t, waitBreakers, "Crossplane's circuit breakers of "+what+" to close", func(ctx context.Context) string {
+		var open []string
+		for _, u := range xrs(ctx) {
+			if u == nil {
+				return "a composite is missing"
+			}
+			if conditionStatus(u, "Responsive") != "True" {
+				open = append(open, u.GetName())
+			}
+		}
+		if len(open) > 0 {
+			return fmt.Sprintf("not Responsive yet: %v", open)
+		}
+		return ""
+	})
+	d := time.Since(start)
+	t.Logf("Crossplane's circuit breakers of %s closed after %s", what, d.Round(time.Second))
+	return d
 }
