@@ -167,6 +167,11 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 			obj{"type": "RoutingReady", "status": "False", "reason": "WaitingForGateway", "lastTransitionTime": now.Add(-falseSince).Format(time.RFC3339)}}}
 		return r
 	}
+	xrOpenSince := func(at time.Time) obj {
+		r := xr(true, 10*time.Second)
+		r["status"].(obj)["conditions"].([]any)[0].(obj)["lastTransitionTime"] = at.Format(time.RFC3339)
+		return r
+	}
 	observed := func() map[string]obj {
 		o := observedRoute(true)
 		o["gateway-status"] = statusObject("False", "OldReplicasPresent", true)
@@ -181,6 +186,7 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to 5 s.", xr(true, 5*time.Minute), compose.SlowRequeue},
 		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: the not-ready default.", xr(true, 20*time.Minute), NotReadyTTL},
 		"WatchesFlowing":  {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), route.WatchedGatewayRequeue},
+		"OpenLongAgo":     {"Responsive has said False for 10 minutes: Crossplane closes the breaker only on the next event, which passes after the 5-minute cooldown; rest.", xrOpenSince(now.Add(-10 * time.Minute)), route.WatchedGatewayRequeue},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

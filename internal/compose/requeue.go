@@ -70,13 +70,21 @@ func Backoff(xr map[string]any, typ string, now time.Time) time.Duration {
 	return 0
 }
 
-// WatchesHeldBack reports whether Crossplane's circuit breaker was holding
-// back the composite's watch events when it last reconciled it: Crossplane
-// then sets the composite's Responsive condition False with reason
-// WatchCircuitOpen (crossplane v2.2.0 apis/apiextensions/v1/conditions.go,
-// WatchCircuitOpen; set at the start of every reconcile in
-// internal/controller/apiextensions/composite/reconciler.go).
-func WatchesHeldBack(xr map[string]any) bool {
+// BreakerCooldown is how long Crossplane's circuit breaker stays open
+// (crossplane v2.2.0, --circuit-breaker-cooldown, default 5m).
+const BreakerCooldown = 5 * time.Minute
+
+// WatchesHeldBack reports whether Crossplane's circuit breaker is likely
+// holding back the composite's watch events. Crossplane sets the
+// composite's Responsive condition False, reason WatchCircuitOpen, at the
+// start of every reconcile while the breaker is open (crossplane v2.2.0
+// apis/apiextensions/v1/conditions.go, WatchCircuitOpen;
+// internal/controller/apiextensions/composite/reconciler.go). The breaker
+// closes only when an event arrives after its cooldown
+// (internal/circuit/token_bucket.go, RecordEvent), so a quiet composite
+// keeps saying False long after the first event would pass again: only a
+// False that began within the cooldown counts.
+func WatchesHeldBack(xr map[string]any, now time.Time) bool {
 	c := meta.FindStatusCondition(conditionsOf(xr), "Responsive")
-	return c != nil && c.Status == metav1.ConditionFalse
+	return c != nil && c.Status == metav1.ConditionFalse && now.Sub(c.LastTransitionTime.Time) < BreakerCooldown
 }

@@ -211,7 +211,7 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView) time
 	switch {
 	case p.None():
 		return 0
-	case compose.WatchesHeldBack(req.Composite):
+	case compose.WatchesHeldBack(req.Composite, req.Now):
 		return compose.Backoff(req.Composite, ConditionType, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched && !gw.agree:
 		return DisagreeRequeue

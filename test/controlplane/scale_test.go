@@ -55,19 +55,7 @@ func (sc *scenarios) scale(t *testing.T) {
 	sc.sp.record("scale", "backends-per-route", scaleBackends)
 	sc.sp.record("scale", "all-routing-after-creation", seconds(time.Since(created)))
 
-	waited := sc.breakersClosed(t, "the gateway and the routes", func(ctx context.Context) []*unstructured.Unstructured {
-		out := []*unstructured.Unstructured{sc.gatewayXR(ctx)}
-		for _, n := range names {
-			r, err := sc.get(ctx, gvrModelRoute, teamControlNS, n)
-			if err != nil {
-				r = nil
-			}
-			out = append(out, r)
-		}
-		return out
-	})
-	sc.sp.record("scale", "waited-for-circuit-breakers", seconds(waited))
-	rest := sc.measureRest(t)
+	rest := sc.restPastBreakers(t)
 	sc.sp.record("scale", evRateAtRest, rest.total)
 	t.Logf("at rest, one gateway and %d models: %s", scaleRoutes, rest)
 

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 )
 
 // How fast readiness follows the rollout, and what it costs the API
@@ -224,37 +225,26 @@ func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// waitBreakers bounds the wait for Crossplane's circuit breakers to close:
-// they stay open five minutes after they open (crossplane v2.2.0
-// --circuit-breaker-cooldown), and a composite reports the change at its
-// next reconcile, within its one-minute TTL.
-const waitBreakers = 8 * time.Minute
+// breakerQuiet is how long the composites are left alone before a timed
+// rollout: Crossplane's circuit breaker of a composite stays open for five
+// minutes after its creation burst or a rollout opened it (crossplane
+// v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
+// that (internal/circuit/token_bucket.go, RecordEvent). A gateway and
+// routes that have been live for a while are past it.
+const breakerQuiet = compose.BreakerCooldown + 30*time.Second
 
-// breakersClosed waits until Crossplane's circuit breaker of every
-// composite xrs returns is closed (its Responsive condition is True), as it
-// is on a gateway and routes that have been live for a while: a new
-// composite's creation burst, or a rollout, opens its own breaker for five
-// minutes, and while it is open watch events reach the composite at most
-// every 30 s. It returns how long it waited.
-func (sc *scenarios) breakersClosed(t *testing.T, what string, xrs func(ctx context.Context) []*unstructured.Unstructured) time.Duration {
+// restPastBreakers measures the request rate at rest (measureRest), then
+// waits out the rest of breakerQuiet, so that the next rollout meets
+// composites whose watch events flow, as on a gateway that has been live
+// for a while.
+func (sc *scenarios) restPastBreakers(t *testing.T) rate {
 	t.Helper()
 	start := time.Now()
-	sc.eventually(t, waitBreakers, "Crossplane's circuit breakers of "+what+" to close", func(ctx context.Context) string {
-		var open []string
-		for _, u := range xrs(ctx) {
-			if u == nil {
-				return "a composite is missing"
-			}
-			if conditionStatus(u, "Responsive") != "True" {
-				open = append(open, u.GetName())
-			}
-		}
-		if len(open) > 0 {
-			return fmt.Sprintf("not Responsive yet: %v", open)
-		}
-		return ""
-	})
-	d := time.Since(start)
-	t.Logf("Crossplane's circuit breakers of %s closed after %s", what, d.Round(time.Second))
-	return d
+	r := sc.measureRest(t)
+	select {
+	case <-time.After(time.Until(start.Add(breakerQuiet))):
+	case <-sc.ctx.Done():
+		t.Fatal(sc.ctx.Err())
+	}
+	return r
 }
