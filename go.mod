@@ -8,6 +8,7 @@ require (
 	github.com/envoyproxy/ai-gateway v1.0.0
 	github.com/envoyproxy/gateway v1.8.1
 	github.com/go-json-experiment/json v0.0.0-20240815175050-ebd3a8989ca1
+	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.31.0
 	github.com/google/go-cmp v0.7.0
 	google.golang.org/grpc v1.81.1
@@ -38,7 +39,6 @@ require (
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.23.1 // indirect
 	github.com/go-openapi/jsonreference v0.21.5 // indirect
