@@ -340,8 +340,9 @@ func listeners(gw *unstructured.Unstructured) []map[string]any {
 	return out
 }
 
-// policyStatus sets status.ancestors on every ClientTrafficPolicy and
-// BackendTrafficPolicy the way Envoy Gateway v1.8.1 does for a policy
+// policyStatus sets status.ancestors on every ClientTrafficPolicy,
+// BackendTrafficPolicy and SecurityPolicy (whose translation it then
+// judges, securitypolicy_test.go) the way Envoy Gateway v1.8.1 does for a policy
 // that targets a Gateway (internal/gatewayapi/clienttrafficpolicy.go,
 // ProcessClientTrafficPolicies; backendtrafficpolicy.go,
 // processBackendTrafficPolicyForGateway; status/policy.go). A targetRef
@@ -357,7 +358,7 @@ func listeners(gw *unstructured.Unstructured) []map[string]any {
 // targets, and the Conflicted, Overridden and Merged conditions of several
 // policies on one target, which the function never composes.
 func (e *envoyGateway) policyStatus(ctx context.Context, gws map[types.NamespacedName]*unstructured.Unstructured) error {
-	for _, gvr := range []schema.GroupVersionResource{gvrClientPolicy, gvrTrafficPolicy} {
+	for _, gvr := range []schema.GroupVersionResource{gvrClientPolicy, gvrTrafficPolicy, gvrSecurityPolicy} {
 		l, err := e.c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("cannot list %s: %w", gvr.Resource, err)
@@ -382,6 +383,13 @@ func (e *envoyGateway) policyStatus(ctx context.Context, gws map[types.Namespace
 					if !slices.ContainsFunc(listeners(gw), func(l map[string]any) bool { return l["name"] == sn }) {
 						cond = map[string]any{"type": "Accepted", "status": "False", "reason": "TargetNotFound",
 							"message": fmt.Sprintf("No section name %s found for Gateway %s", sn, key)}
+					}
+				}
+				if gvr == gvrSecurityPolicy && cond["status"] == "True" {
+					// A SecurityPolicy is also translated, and rejected
+					// by its translation errors (securitypolicy_test.go).
+					if err := translateSecurityPolicy(p, e.secretData(ctx)); err != nil {
+						cond = map[string]any{"type": "Accepted", "status": "False", "reason": "Invalid", "message": conditionMessage(err)}
 					}
 				}
 				cond["observedGeneration"] = p.GetGeneration()

@@ -12,52 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 var gvrSecurityPolicy = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "securitypolicies"}
 
-// securityPolicyStatus judges each SecurityPolicy that targets a Gateway
-// Envoy Gateway handles, by Envoy Gateway v1.8.1's own rules for what the
-// function composes, and writes status.ancestors with Accepted True, or
-// False with reason Invalid and Envoy Gateway's message. For a
-// Gateway-targeted policy Envoy Gateway runs no validateSecurityPolicy
-// (that is only on the route path, internal/gatewayapi/securitypolicy.go,
-// processSecurityPolicyForRoute); it translates the policy and reports
-// every translation error (translateSecurityPolicyForGateway, the errors
-// joined, each prefixed with its feature through pkg/errors.WithMessage,
-// and the first letter made upper case by status.Error2ConditionMsg).
-func (e *envoyGateway) securityPolicyStatus(ctx context.Context, gws map[types.NamespacedName]*unstructured.Unstructured) error {
-	l, err := e.c.dyn.Resource(gvrSecurityPolicy).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("cannot list securitypolicies: %w", err)
-	}
-	for i := range l.Items {
-		p := &l.Items[i]
-		var ours []any
-		for _, t := range policyTargets(p) {
-			if t["group"] != "gateway.networking.k8s.io" || t["kind"] != "Gateway" {
-				continue
-			}
-			name, _ := t["name"].(string)
-			key := types.NamespacedName{Namespace: p.GetNamespace(), Name: name}
-			if _, ok := gws[key]; !ok {
-				continue
-			}
-			cond := map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "Policy has been accepted."}
-			if err := translateSecurityPolicy(p, e.secretData(ctx)); err != nil {
-				cond = map[string]any{"type": "Accepted", "status": "False", "reason": "Invalid", "message": conditionMessage(err)}
-			}
-			cond["observedGeneration"] = p.GetGeneration()
-			ref := map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": key.Namespace, "name": key.Name}
-			ours = append(ours, map[string]any{"ancestorRef": ref, "controllerName": egControllerName, "conditions": []any{cond}})
-		}
-		if err := e.writeOwnStatus(ctx, gvrSecurityPolicy, p, "ancestors", "ancestorRef", ours); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// A SecurityPolicy that targets a Gateway Envoy Gateway handles gets
+// status.ancestors from policyStatus (routes_test.go) like the traffic
+// policies, and is then judged by Envoy Gateway v1.8.1's own rules for what
+// the function composes: Accepted True, or False with reason Invalid and
+// Envoy Gateway's message. For a Gateway-targeted policy Envoy Gateway runs
+// no validateSecurityPolicy (that is only on the route path,
+// internal/gatewayapi/securitypolicy.go, processSecurityPolicyForRoute); it
+// translates the policy and reports every translation error
+// (translateSecurityPolicyForGateway, the errors joined, each prefixed with
+// its feature through pkg/errors.WithMessage, and the first letter made
+// upper case by status.Error2ConditionMsg).
 
 // translateSecurityPolicy returns the errors Envoy Gateway v1.8.1 finds
 // translating the parts of a SecurityPolicy the function sets: apiKeyAuth

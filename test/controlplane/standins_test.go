@@ -113,9 +113,6 @@ func (e *envoyGateway) reconcile(ctx context.Context) error {
 	if err := e.policyStatus(ctx, ours); err != nil {
 		return err
 	}
-	if err := e.securityPolicyStatus(ctx, ours); err != nil {
-		return err
-	}
 	return e.routeStatus(ctx, ours)
 }
 
