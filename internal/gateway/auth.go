@@ -381,21 +381,10 @@ func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.
 		if len(c.inUse()) == 0 {
 			b.noCallers(e, c)
 		}
-		name := names.CallerPolicy(b.in.GatewayName)
-		o, ok := obs[ResourceCallerAuth]
-		if !ok || !o.Live() {
-			e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller-auth SecurityPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
-			return nil
-		}
-		cond, err := upstream.PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
-		if err != nil {
-			return errors.Wrapf(err, "cannot read the observed SecurityPolicy %q", name)
-		}
-		e.callerPolicyAccepted = upstream.IsTrue(cond)
-		if !e.callerPolicyAccepted {
-			e.problems.Add(ReasonCallerAuthNotAccepted, upstream.WithMessage(fmt.Sprintf("Envoy Gateway has not accepted the caller-auth SecurityPolicy %q for the Gateway %q; while it is rejected, Envoy answers 500 to every model request", name, b.in.GatewayName), cond))
-		}
-		return nil
+		var err error
+		e.callerPolicyAccepted, err = b.policyAccepted(e, obs, ResourceCallerAuth, ReasonCallerAuthNotAccepted,
+			"caller-auth SecurityPolicy", names.CallerPolicy(b.in.GatewayName), "; while it is rejected, Envoy answers 500 to every model request")
+		return err
 	}
 }
 

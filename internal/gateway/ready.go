@@ -139,21 +139,31 @@ func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) erro
 // ClientTrafficPolicy for this Gateway. Until it has, the listener keeps
 // its 32 KiB buffer and long prompts fail while the gateway looks ready.
 func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed) error {
-	name := names.ClientPolicy(b.in.GatewayName)
-	o, ok := obs[ResourceClientPolicy]
+	var err error
+	e.clientPolicyAccepted, err = b.policyAccepted(e, obs, ResourceClientPolicy, ReasonClientPolicyNotAccepted,
+		"ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), " yet; until it does, request and response bodies over 32 KiB fail")
+	return err
+}
+
+// policyAccepted reports whether Envoy Gateway has accepted, for this
+// Gateway, the live policy observed under resource, and otherwise adds a
+// problem with reason that names the policy (what, name) and says what its
+// absence costs (consequence, after "for the Gateway ...").
+func (b builder) policyAccepted(e *evidence, obs map[string]remote.Observed, resource, reason, what, name, consequence string) (bool, error) {
+	o, ok := obs[resource]
 	if !ok || !o.Live() {
-		e.problems.Add(ReasonClientPolicyNotAccepted, fmt.Sprintf("the ClientTrafficPolicy %q has not been observed yet%s", name, syncNote(o, ok)))
-		return nil
+		e.problems.Add(reason, fmt.Sprintf("the %s %q has not been observed yet%s", what, name, syncNote(o, ok)))
+		return false, nil
 	}
 	c, err := upstream.PolicyAccepted(o.Manifest(), b.in.GatewayNamespace, b.in.GatewayName)
 	if err != nil {
-		return errors.Wrapf(err, "cannot read the observed ClientTrafficPolicy %q", name)
+		return false, errors.Wrapf(err, "cannot read the observed %s %q", what, name)
 	}
-	e.clientPolicyAccepted = upstream.IsTrue(c)
-	if !e.clientPolicyAccepted {
-		e.problems.Add(ReasonClientPolicyNotAccepted, upstream.WithMessage(fmt.Sprintf("Envoy Gateway has not accepted the ClientTrafficPolicy %q for the Gateway %q yet; until it does, request and response bodies over 32 KiB fail", name, b.in.GatewayName), c))
+	if !upstream.IsTrue(c) {
+		e.problems.Add(reason, upstream.WithMessage(fmt.Sprintf("Envoy Gateway has not accepted the %s %q for the Gateway %q%s", what, name, b.in.GatewayName, consequence), c))
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // observeDeployment evaluates the rollout rule on the live Envoy
