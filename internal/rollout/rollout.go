@@ -7,6 +7,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,8 +27,9 @@ const (
 	// the latest change to the Deployment, so its counters are stale.
 	GenerationNotObserved Check = "GenerationNotObserved"
 
-	// ExtProcMarkerMissing: AI Gateway has not yet put its ext-proc marker on
-	// the pod template, so the template does not ask for the sidecar.
+	// ExtProcMarkerMissing: neither AI Gateway nor the function (its
+	// VerifiedMarker) has put an ext-proc marker on the pod template yet,
+	// so nothing shows that the template's pods have the sidecar.
 	ExtProcMarkerMissing Check = "ExtProcMarkerMissing"
 
 	// OldReplicasPresent: pods of an older template, which may lack the
@@ -37,6 +39,23 @@ const (
 	// NoReplicaAvailable: no pod is available to serve.
 	NoReplicaAvailable Check = "NoReplicaAvailable"
 )
+
+// VerifiedMarker is the function's own ext-proc marker. AI Gateway
+// v1.0.0 writes its marker (aigateway.envoyproxy.io/uuid) on the pod
+// template only when the pods' sidecar state disagrees with whether a
+// route is attached (ai-gateway v1.0.0 internal/controller/gateway.go,
+// annotateGatewayPods: hasEffectiveRoute != hasSideCar || forceRollout).
+// Envoy pods first created after its filter-config Secret exists already
+// get the sidecar from its webhook, so it never writes one, and the rule
+// would wait forever. The function then writes this key itself, through
+// the EnvoyProxy's pod annotations, once it has observed evidence that
+// every pod of the current template has the sidecar (package gateway,
+// marker.go). It is one more accepted marker of ExtProcMarkerMissing,
+// added by For whatever the Input lists, so the provider's celQuery and
+// the function agree on it too. AI Gateway v1.1.0 writes its
+// extproc-config-hash within seconds of a route attaching, so on v1.1.0
+// the function never has to write this one.
+const VerifiedMarker = "modelplane.ai/ext-proc-verified"
 
 // Deployment JSON leaves zero-valued status counters out (omitempty), and
 // provider-kubernetes v1.3 has no CEL optional types, so every field is read
@@ -105,9 +124,10 @@ var (
 	cache   = map[string]*Rule{}
 )
 
-// For returns the rule for the given marker annotation keys, compiling it
-// the first time these keys are seen and reusing it after that. A function
-// serves one Input for its whole life in practice, so the cache stays tiny.
+// For returns the rule for the given marker annotation keys (the Input's
+// extProcMarkerAnnotations) and VerifiedMarker, compiling it the first
+// time these keys are seen and reusing it after that. A function serves
+// one Input for its whole life in practice, so the cache stays tiny.
 func For(markers []string) (*Rule, error) {
 	key := strings.Join(markers, "\n")
 	cacheMu.Lock()
@@ -136,6 +156,9 @@ func compile(markers []string) (*Rule, error) {
 	env, err := NewEnv()
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create the CEL environment")
+	}
+	if !slices.Contains(markers, VerifiedMarker) {
+		markers = append(slices.Clone(markers), VerifiedMarker)
 	}
 	cs := clauses(markers)
 	parts := make([]string, len(cs))

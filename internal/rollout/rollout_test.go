@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -136,6 +137,21 @@ var cases = map[string]struct {
 		d:      deployment(1, 1, map[string]string{"aigateway.envoyproxy.io/uuid": "a-b-c"}, 2, 2, 2),
 		want:   Verdict{Ready: true},
 	},
+	"MarkerVerifiedByFunction": {
+		reason: "Neither AI Gateway marker, but the function's own: the function wrote it on evidence that every pod of the template has the sidecar.",
+		d:      deployment(2, 2, map[string]string{VerifiedMarker: "2026-12-01T12:00:15Z"}, 2, 2, 2),
+		want:   Verdict{Ready: true},
+	},
+	"MarkerVerifiedByFunctionEmpty": {
+		reason: "An empty own marker is no marker either.",
+		d:      deployment(2, 2, map[string]string{VerifiedMarker: ""}, 2, 2, 2),
+		want:   Verdict{Failed: []Check{ExtProcMarkerMissing}},
+	},
+	"MarkerVerifiedByFunctionRollingIn": {
+		reason: "The own marker is on the new template while old pods still serve: the rollout clause holds the rule.",
+		d:      deployment(3, 3, map[string]string{VerifiedMarker: "2026-12-01T12:00:15Z"}, 3, 1, 2),
+		want:   Verdict{Failed: []Check{OldReplicasPresent}},
+	},
 	"GenerationLagging": {
 		reason: "The template changed and the controller has not caught up: its counters describe the old generation.",
 		d:      deployment(4, 3, hash, 2, 2, 2),
@@ -223,6 +239,57 @@ func TestCompileErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifiedMarkerAlwaysAccepted checks that the function's own marker
+// is part of the rule whatever the Input lists, exactly once, while the
+// Input's keys stay as given.
+func TestVerifiedMarkerAlwaysAccepted(t *testing.T) {
+	own := map[string]string{VerifiedMarker: "2026-12-01T12:00:15Z"}
+	cases := map[string]struct {
+		reason  string
+		markers []string
+	}{
+		"Defaults":      {reason: "The Input's default keys.", markers: markers},
+		"CustomKey":     {reason: "An Input that names only its own key still accepts the function's.", markers: []string{"example.org/sidecar-hash"}},
+		"ListedInInput": {reason: "An Input that lists the function's key too gets it once.", markers: []string{"aigateway.envoyproxy.io/uuid", VerifiedMarker}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := For(tc.markers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(r.Expression, "'"+VerifiedMarker+"' in"); got != 1 {
+				t.Errorf("%s\nExpression tests %s %d times, want once: %s", tc.reason, VerifiedMarker, got, r.Expression)
+			}
+			for _, k := range tc.markers {
+				if !strings.Contains(r.Expression, "'"+k+"' in") {
+					t.Errorf("%s\nExpression does not test the Input's key %s: %s", tc.reason, k, r.Expression)
+				}
+			}
+			got, err := r.Evaluate(asProviderSees(t, deployment(2, 2, own, 2, 2, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(Verdict{Ready: true}, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nEvaluate(own marker only): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+	t.Run("InputSliceUntouched", func(t *testing.T) {
+		in := make([]string, 1, 4)
+		in[0] = "example.org/sidecar-hash"
+		if _, err := For(in); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"example.org/sidecar-hash"}, in); diff != "" {
+			t.Errorf("For changed the Input's keys: -want, +got:\n%s", diff)
+		}
+		if got := in[:2][1]; got != "" {
+			t.Errorf("For wrote %q into the spare capacity of the Input's slice", got)
+		}
+	})
 }
 
 func TestForCaches(t *testing.T) {
