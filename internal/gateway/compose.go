@@ -36,7 +36,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
-	ev, err := b.observe(req.Observed, rule, secrets, callers)
+	ev, err := b.observe(req.Observed, rule, secrets, callers, req.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Ready:        c.Status,
 		Warnings:     ev.authWarnings,
 		Requirements: b.tlsRequirements(),
-		RequeueAfter: requeueAfter(req.Composite, c, req.Now),
+		RequeueAfter: requeueAfter(req.Composite, c, req.Now, ev.marker.due),
 	}
 	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
 	maps.Copy(res.Requirements, b.callerRequirements())
@@ -59,6 +59,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b.impliedCallers(callers, req.Observed, res.Implied)
 	if !spec.AuthEnabled() {
 		res.Notices = append(res.Notices, b.openNotice())
+	}
+	if ev.marker.written {
+		res.Notices = append(res.Notices, b.markerNotice(ev.marker))
 	}
 	return res, nil
 }
@@ -69,7 +72,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
 		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
-		ResourceEnvoyProxy:      {Object: b.envoyProxy(), Ready: ready(ResourceEnvoyProxy)},
+		ResourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value), Ready: ready(ResourceEnvoyProxy)},
 		ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
 		ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
 		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},

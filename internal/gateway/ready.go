@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -80,14 +81,19 @@ type evidence struct {
 	authWarnings []string
 	deployment   *appsv1.Deployment
 	rollout      rollout.Verdict
-	problems     compose.Problems
+	// marker is what the function does with its own ext-proc marker.
+	marker   ownMarker
+	problems compose.Problems
 }
 
 // observe reads the evidence for GatewayReady from the observed Objects,
 // each check adding a problem in the order of the conditions table. It
 // trusts only a live manifest: an observe-only Object keeps its old
 // manifest and Ready condition after the remote object is gone.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers) (*evidence, error) {
+//
+// It also decides on the function's own ext-proc marker (marker.go), whose
+// value composed before is carried, and which is written at now.
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers, now time.Time) (*evidence, error) {
 	e := &evidence{}
 	b.observeTLS(e, secrets)
 	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy, b.observeCallerAuth(c)} {
@@ -95,7 +101,7 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, sec
 			return nil, err
 		}
 	}
-	return e, b.observeDeployment(e, obs, rule)
+	return e, b.observeDeployment(e, obs, rule, now)
 }
 
 // observeGateway requires an address on the Gateway.
@@ -167,11 +173,14 @@ func (b builder) policyAccepted(e *evidence, obs map[string]remote.Observed, res
 }
 
 // observeDeployment evaluates the rollout rule on the live Envoy
-// Deployment.
-func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule) error {
+// Deployment, and plans the function's own marker on what it shows. It
+// runs after observeAnchor, whose verdict the plan needs.
+func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule, now time.Time) error {
 	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
 	dep, ok := obs[ResourceEnvoyDeployment]
+	carried := carriedMarker(obs)
 	if !ok || !dep.Live() {
+		e.marker = planMarker(e, carried, now)
 		e.problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, b.in.EnvoyGatewayNamespace, syncNote(dep, ok)))
 		return nil
 	}
@@ -186,8 +195,13 @@ func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, 
 		return err
 	}
 	e.rollout = v
+	e.marker = planMarker(e, carried, now)
 	for _, c := range v.Failed {
-		e.problems.Add(string(c), rolloutMessage(c, d, b.in.ExtProcMarkerAnnotations))
+		msg := rolloutMessage(c, d)
+		if c == rollout.ExtProcMarkerMissing {
+			msg = b.markerMessage(e.marker, b.in.ExtProcMarkerAnnotations)
+		}
+		e.problems.Add(string(c), msg)
 	}
 	return nil
 }
@@ -211,13 +225,13 @@ func (e *evidence) condition(d string, auth bool) compose.Condition {
 	return e.problems.Condition(ConditionType, ReasonReady, msg)
 }
 
-func rolloutMessage(c rollout.Check, d *appsv1.Deployment, markers []string) string {
+// rolloutMessage says why a clause of the rollout rule fails; the
+// ExtProcMarkerMissing message is markerMessage's.
+func rolloutMessage(c rollout.Check, d *appsv1.Deployment) string {
 	st := d.Status
 	switch c {
 	case rollout.GenerationNotObserved:
 		return fmt.Sprintf("the Deployment controller has not observed generation %d of the Envoy Deployment yet (observedGeneration %d)", d.Generation, st.ObservedGeneration)
-	case rollout.ExtProcMarkerMissing:
-		return fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet; AI Gateway sets one when it rolls the sidecar in", strings.Join(markers, ", "))
 	case rollout.OldReplicasPresent:
 		return fmt.Sprintf("%d of %d replicas run the current template; old-template pods may lack the ext-proc sidecar", st.UpdatedReplicas, st.Replicas)
 	case rollout.NoReplicaAvailable:

@@ -14,9 +14,18 @@ import (
 // GatewayReady needs no hurry, nor does SecretsMissing, which waits for a
 // person (and for Crossplane's next look at the Secrets, which it does not
 // watch), nor ClusterAlreadyHasGateway.
-func requeueAfter(xr map[string]any, c compose.Condition, now time.Time) time.Duration {
-	if c.Status || c.Reason == ReasonSecretsMissing || c.Reason == ReasonClusterAlreadyHasGateway {
-		return 0
+//
+// markerDue, when not zero, is when the function will write its own
+// ext-proc marker (marker.go): the gateway is reconciled again no later
+// than that, whatever the back-off says, since no watch event may come
+// to wake it.
+func requeueAfter(xr map[string]any, c compose.Condition, now, markerDue time.Time) time.Duration {
+	var d time.Duration
+	if !c.Status && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway {
+		d = compose.Backoff(xr, ConditionType, now)
 	}
-	return compose.Backoff(xr, ConditionType, now)
+	if until := markerDue.Sub(now); !markerDue.IsZero() && until > 0 && (d == 0 || until < d) {
+		d = until
+	}
+	return d
 }

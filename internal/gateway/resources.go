@@ -11,6 +11,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
@@ -105,8 +106,14 @@ func (b builder) namespace() *remote.Object {
 //
 // It also sets what long-lived streaming traffic needs (envoy.go): a drain
 // timeout a completion can finish in, pods spread across nodes and zones,
-// and a JSON access log.
-func (b builder) envoyProxy() *remote.Object {
+// and a JSON access log; and, once the function has written it, its own
+// ext-proc marker as a pod annotation, with the value it was first written
+// with (marker.go; empty: none).
+func (b builder) envoyProxy(marker string) *remote.Object {
+	pod := &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: b.spread()}
+	if marker != "" {
+		pod.Annotations = map[string]string{rollout.VerifiedMarker: marker}
+	}
 	return b.wrap(&remote.Manifest[egv1a1.EnvoyProxySpec]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       "EnvoyProxy",
@@ -119,7 +126,7 @@ func (b builder) envoyProxy() *remote.Object {
 					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
 						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
 						Replicas: new(b.spec.ReplicaCount()),
-						Pod:      &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: b.spread()},
+						Pod:      pod,
 					},
 					// One pod may be drained at a time; the rollout rule
 					// keeps GatewayReady True while the other serves.

@@ -1,0 +1,191 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+)
+
+// The function's own ext-proc marker (rollout.VerifiedMarker), for AI
+// Gateway v1.0.0.
+//
+// v1.0.0 writes its uuid marker on the Envoy pod template only when the
+// pods' sidecar state disagrees with whether a route is attached (ai-gateway
+// v1.0.0 internal/controller/gateway.go, annotateGatewayPods). Its
+// controller creates the filter-config Secret only once the Envoy
+// Deployment or its pods exist (Reconcile requeues every 5 s until then),
+// and its pod webhook, which fails closed, injects the sidecar at pod
+// creation only while a route is attached and that Secret exists
+// (gateway_mutator.go, mutatePod). Envoy pods first created after the
+// Secret (pod creation delayed, or the Deployment re-created by Envoy
+// Gateway while the Secret stays) have the sidecar, so v1.0.0 never writes
+// a marker, and the readiness rule would wait forever. The Secret cannot be
+// observed (it holds backend API keys, and provider-kubernetes copies an
+// observed object into the Object's status unless --sanitize-secrets is
+// set), and pods have random names.
+//
+// So the function writes the marker itself once it has seen, in one
+// reconcile, that
+//   - the Envoy Deployment is observed and every rollout clause holds but
+//     ExtProcMarkerMissing: the current template's pods are all there, and
+//     no marker is;
+//   - the Deployment's Progressing condition says NewReplicaSetAvailable
+//     and was last updated at least markerSettle ago: the Deployment
+//     controller's own record that the rollout completed. While pods roll,
+//     v1.0.0 requeues every 5 s (isRolloutInProgress); markerSettle is
+//     three of those requeues after the roll ended, in which it would have
+//     written its uuid had any pod lacked the sidecar;
+//   - the anchor AIGatewayRoute is Accepted.
+//
+// The new pods of the roll the marker then causes are all created after
+// the anchor was accepted and after AI Gateway had seen the Deployment (and
+// so created the Secret), so the webhook injects the sidecar into each of
+// them, and the template carries positive evidence for the one CEL rule
+// that provider-kubernetes evaluates as well.
+//
+// The function sets it through the EnvoyProxy's pod annotations: Envoy
+// Gateway copies them into the Deployment's pod template (gateway v1.8.1
+// internal/infrastructure/kubernetes/proxy/resource_provider.go,
+// getPodAnnotations) and server-side applies the Deployment
+// (internal/infrastructure/kubernetes/infra_resource.go,
+// createOrUpdateDeployment), so AI Gateway's own template annotation,
+// another field manager's, survives beside it.
+//
+// Once written it is never removed or changed, since a change rolls every
+// Envoy pod: it is carried forward from what the function composed before.
+// On AI Gateway v1.1.0 the extproc-config-hash is on the template within
+// seconds of the anchor attaching, so the fallback never triggers; and a
+// v1.0.0 gateway whose first pods lacked the sidecar gets the uuid marker
+// as before, with no extra roll.
+
+// markerSettle is how long the Deployment must have said
+// NewReplicaSetAvailable before the function writes its marker: three of
+// AI Gateway v1.0.0's 5 s requeues.
+const markerSettle = 15 * time.Second
+
+// reasonNewReplicaSetAvailable is the Progressing reason the Deployment
+// controller sets once a rollout has completed (kubernetes
+// pkg/controller/deployment/util/deployment_util.go, NewRSAvailableReason).
+const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
+
+// ownMarker is what the function does with its marker in this reconcile.
+type ownMarker struct {
+	// value is the marker to compose on the EnvoyProxy: the one composed
+	// before, or now's when written in this reconcile; empty for none.
+	value string
+	// written: the function decided to write it in this reconcile.
+	written bool
+	// due is when the function will write it, if nothing else changes and
+	// AI Gateway writes no marker; zero when it is not in sight.
+	due time.Time
+	// since is when the Deployment's rollout completed (the Progressing
+	// condition's lastUpdateTime), when it says so.
+	since time.Time
+	// blockers say what else the function waits for before it writes it.
+	blockers []string
+}
+
+// carriedMarker is the function's marker as composed before: on the
+// observed EnvoyProxy Object's applied manifest, or its live EnvoyProxy, or,
+// should both lack it, the live Envoy Deployment's template (only the
+// function writes that key, through the EnvoyProxy). A bad or missing
+// observation of one leaves the others; the value is taken as it is.
+func carriedMarker(obs map[string]remote.Observed) string {
+	path := []string{"spec", "provider", "kubernetes", "envoyDeployment", "pod", "annotations", rollout.VerifiedMarker}
+	if ep, ok := obs[ResourceEnvoyProxy]; ok {
+		for _, m := range []map[string]any{ep.Applied(), ep.Manifest()} {
+			if v, _, _ := unstructured.NestedString(m, path...); v != "" {
+				return v
+			}
+		}
+	}
+	if dep, ok := obs[ResourceEnvoyDeployment]; ok {
+		v, _, _ := unstructured.NestedString(dep.Manifest(), "spec", "template", "metadata", "annotations", rollout.VerifiedMarker)
+		return v
+	}
+	return ""
+}
+
+// planMarker decides, from the evidence of this reconcile, whether the
+// function writes its marker now, and otherwise when it would.
+func planMarker(e *evidence, carried string, now time.Time) ownMarker {
+	if carried != "" {
+		return ownMarker{value: carried}
+	}
+	var m ownMarker
+	d := e.deployment
+	if d == nil || !markerOnlyMissing(e.rollout) {
+		m.blockers = append(m.blockers, "every other clause of the rollout rule holds")
+	}
+	if d != nil {
+		switch c := progressing(d); {
+		case c == nil:
+			m.blockers = append(m.blockers, "the Deployment reports its Progressing condition")
+		case c.Reason != reasonNewReplicaSetAvailable || c.LastUpdateTime.IsZero():
+			m.blockers = append(m.blockers, fmt.Sprintf("the Deployment's Progressing condition says %s (now %s)", reasonNewReplicaSetAvailable, c.Reason))
+		default:
+			m.since = c.LastUpdateTime.UTC()
+		}
+	}
+	if !e.anchorAccepted {
+		m.blockers = append(m.blockers, "the anchor route is accepted")
+	}
+	switch {
+	case len(m.blockers) > 0 || m.since.IsZero():
+	case now.Sub(m.since) >= markerSettle:
+		m.value, m.written = now.UTC().Format(time.RFC3339), true
+	default:
+		m.due = m.since.Add(markerSettle)
+	}
+	return m
+}
+
+// markerOnlyMissing reports whether ExtProcMarkerMissing is the one clause
+// of the rollout rule that fails.
+func markerOnlyMissing(v rollout.Verdict) bool {
+	return len(v.Failed) == 1 && v.Failed[0] == rollout.ExtProcMarkerMissing
+}
+
+func progressing(d *appsv1.Deployment) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == appsv1.DeploymentProgressing {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// markerMessage is GatewayReady's message while ExtProcMarkerMissing:
+// what is awaited, and when the function rolls the Envoy pods itself.
+func (b builder) markerMessage(m ownMarker, markers []string) string {
+	ep := b.in.GatewayName
+	if m.value != "" && !m.written {
+		return fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet, and Envoy Gateway has not yet copied the function's own marker %s=%s from the EnvoyProxy %q into it; the Envoy pods roll once it has",
+			strings.Join(markers, ", "), rollout.VerifiedMarker, m.value, ep)
+	}
+	awaited := fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet; AI Gateway v1.1.0 writes its extproc-config-hash within seconds of a route attaching, v1.0.0 its uuid only when it changes the sidecar", strings.Join(markers, ", "))
+	switch {
+	case m.written:
+		return fmt.Sprintf("%s. AI Gateway wrote none for %s after the Deployment's rollout completed (at %s), so the function has set its own marker %s=%s on the EnvoyProxy %q; Envoy Gateway rolls the Envoy pods with it once",
+			awaited, markerSettle, m.since.Format(time.RFC3339), rollout.VerifiedMarker, m.value, ep)
+	case !m.due.IsZero():
+		return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself at %s, setting its own marker %s on the EnvoyProxy %q (%s after the Deployment's rollout completed at %s)",
+			awaited, m.due.Format(time.RFC3339), rollout.VerifiedMarker, ep, markerSettle, m.since.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself, setting its own marker %s on the EnvoyProxy %q, %s after the Deployment's rollout has completed, once %s",
+		awaited, rollout.VerifiedMarker, ep, markerSettle, strings.Join(m.blockers, " and "))
+}
+
+// markerNotice is the Normal result of the reconcile that writes the
+// function's marker: which Deployment, and why.
+func (b builder) markerNotice(m ownMarker) string {
+	return fmt.Sprintf("the function set its own ext-proc marker %s=%s on the EnvoyProxy %q, which rolls the Envoy Deployment %q once: the Deployment completed its rollout at %s with the anchor AIGatewayRoute %q accepted, and AI Gateway wrote no ext-proc marker on its pod template in the %s since (v1.0.0 writes one only when the pods' sidecar state disagrees with its routes). The new pods are created after AI Gateway accepted the anchor and saw the Deployment, so its webhook gives each of them the sidecar",
+		rollout.VerifiedMarker, m.value, b.in.GatewayName, names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), m.since.Format(time.RFC3339), names.AnchorRoute(b.in.GatewayName), markerSettle)
+}
