@@ -457,3 +457,36 @@ func TestInputCustomizes(t *testing.T) {
 		}
 	})
 }
+
+// TestVerdictObjectsAreWatched: every Object whose Ready waits on a
+// controller's verdict is watched, since provider-kubernetes re-reads an
+// Object that is not Ready only every 30 s, and the controllers give their
+// verdict after its first read. Objects whose Ready is their existence
+// need no watch.
+func TestVerdictObjectsAreWatched(t *testing.T) {
+	rsp := run(t, newRequest(t, gatewayXR(nil), nil, nil))
+	cases := map[string]struct {
+		reason string
+		want   bool
+	}{
+		"gateway":          {reason: "Ready waits on Envoy Gateway's address", want: true},
+		"anchor-route":     {reason: "Ready waits on AI Gateway's Accepted", want: true},
+		"client-policy":    {reason: "Ready waits on Envoy Gateway's Accepted", want: true},
+		"failover-policy":  {reason: "Ready waits on Envoy Gateway's Accepted", want: true},
+		"envoy-deployment": {reason: "Ready waits on the Deployment controller's rollout", want: true},
+		"gateway-status":   {reason: "the ModelRoutes watch it; the gateway only writes it", want: false},
+		"envoy-proxy":      {reason: "Ready is its existence", want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := rsp.GetDesired().GetResources()[name]
+			if r == nil {
+				t.Fatalf("%s: not composed", tc.reason)
+			}
+			got, _ := r.GetResource().AsMap()["spec"].(obj)["watch"].(bool)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: spec.watch -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -179,7 +179,7 @@ func (b builder) gateway() *remote.Object {
 			}},
 			Listeners: listeners,
 		},
-	}, remote.ReadyWhen(upstream.CELHasAddress))
+	}, remote.ReadyWhen(upstream.CELHasAddress), remote.Watch())
 }
 
 // anchorRule is the anchor route's only rule: an Exact match on a header
@@ -208,7 +208,7 @@ func (b builder) anchorRoute() *remote.Object {
 			ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, "")},
 			Rules:      []aigv1b1.AIGatewayRouteRule{anchorRule(b.in)},
 		},
-	}, remote.ReadyWhen(upstream.CELAccepted))
+	}, remote.ReadyWhen(upstream.CELAccepted), remote.Watch())
 }
 
 // gatewayTarget is a policy's targetRefs: the Gateway, so the policy
@@ -272,13 +272,21 @@ func (b builder) clientPolicy() *remote.Object {
 
 // policy is an Envoy Gateway policy in the gateway namespace, whose Object
 // is Ready once Envoy Gateway has accepted it (upstream.CELPolicyAccepted).
+//
+// It is watched, like the Gateway and the anchor route, whose Ready also
+// waits on a controller's verdict: provider-kubernetes re-reads an Object
+// that is not Ready only every 30 s (v1.3.1 object.go, the poll-interval
+// hook), and Envoy Gateway and AI Gateway give their verdicts after the
+// provider's first read. Against the real controllers, the control-plane
+// suite saw GatewayReady report AnchorNotAccepted for 31 s after AI Gateway
+// had accepted the anchor, until the next poll.
 func policy[S any](b builder, kind, name string, spec *S) *remote.Object {
 	return b.wrap(&remote.Manifest[S]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,
 		Kind:       kind,
 		Metadata:   b.meta(name),
 		Spec:       spec,
-	}, remote.ReadyWhen(upstream.CELPolicyAccepted))
+	}, remote.ReadyWhen(upstream.CELPolicyAccepted), remote.Watch())
 }
 
 // envoyDeployment observes, and only observes, the Envoy Deployment under
