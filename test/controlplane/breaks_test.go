@@ -92,6 +92,18 @@ var breaks = []deliberateBreak{{
 	// The deletion watch, from scenario 2 on.
 	caughtBy: "unexpected deletion of aigatewayroutes ",
 }, {
+	name: "route-ready-without-gateway",
+	what: "RoutingReady judged from the route alone, without waiting for the gateway, " +
+		"so a ModelRoute says True while Envoy pods without the ext-proc sidecar serve",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\tif !gw.verdict.Ready {\n\t\tp.Add(ReasonWaitingForGateway, gw.why)\n",
+		new: "\tif false && !gw.verdict.Ready {\n\t\tp.Add(ReasonWaitingForGateway, gw.why)\n",
+	}},
+	// Scenario 2: the first Envoy pods, without the sidecar, are Ready
+	// while the ModelRoute is composed.
+	caughtBy: "sidecar invariant: RoutingReady=True on ",
+}, {
 	name: "key-reference-at-creation",
 	what: "the API-key Secret's patchesFrom reference added from the credential Object's first composition, " +
 		"so that provider-kubernetes writes the key it patched into the in-memory manifest back into the Object " +

@@ -50,7 +50,16 @@ var (
 
 	toolCrane = tool{name: "crane", version: "v0.20.7", module: "crane", pkg: "github.com/google/go-containerregistry/cmd/crane"}
 
-	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAPIServer, toolControllerManager}
+	// The real Envoy Gateway and AI Gateway controllers (upstream_test.go).
+	// Envoy Gateway's version string is only logged; AI Gateway's is
+	// written into its filter config, which nothing here compares.
+	toolEnvoyGateway = tool{name: "envoy-gateway", version: "v1.8.1", module: "envoy-gateway",
+		pkg: "github.com/envoyproxy/gateway/cmd/envoy-gateway"}
+
+	toolAIGateway = tool{name: "ai-gateway-controller", version: "v1.0.0", module: "ai-gateway",
+		pkg: "github.com/envoyproxy/ai-gateway/cmd/controller"}
+
+	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager}
 )
 
 // buildMu keeps two builds from this test binary from running at once: on
@@ -107,4 +116,19 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestBuildBinaries only builds (or finds cached) every binary the control
+// plane runs. .ci/run starts it beside the README's test command, so that
+// a cold machine builds the control plane while the fast tests run, and
+// the control-plane suite then finds every binary cached.
+func TestBuildBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the control plane's binaries")
+	}
+	root, err := toolchain.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildAll(t.Context(), t, root)
 }

@@ -143,7 +143,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonSecretsMissing {
 			return "GatewayReady reason " + r
 		}
-		p, err := sc.get(ctx, gvrSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))
+		p, err := sc.get(ctx, gvrEGSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))
 		if err != nil {
 			return err.Error()
 		}
@@ -180,7 +180,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 		if m, _, _ := unstructured.NestedString(gw.Object, "status", "auth", "method"); m != "None" {
 			return "status.auth.method " + m
 		}
-		if _, err := sc.get(ctx, gvrSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName)); err == nil {
+		if _, err := sc.get(ctx, gvrEGSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName)); err == nil {
 			return "the caller-auth SecurityPolicy is still there"
 		}
 		return ""
@@ -243,7 +243,7 @@ func (sc *scenarios) gatewayAuthReady(ctx context.Context, refs []string, client
 	if n, _, _ := unstructured.NestedInt64(gw.Object, "status", "auth", "clients"); n != clients {
 		return fmt.Sprintf("status.auth.clients %d, want %d", n, clients)
 	}
-	p, err := sc.get(ctx, gvrSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))
+	p, err := sc.get(ctx, gvrEGSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))
 	if err != nil {
 		return err.Error()
 	}

@@ -155,6 +155,7 @@ func TestControlPlane(t *testing.T) {
 		{"1-2_NewGatewayWithRouteDuringRollout", sc.newGatewayWithRouteDuringRollout},
 		{"3_TemplateChange", sc.templateChange},
 		{"4_EnvoyPodLost", sc.envoyPodLost},
+		{"4b_EnvoyDeploymentRecreated", sc.envoyDeploymentRecreated},
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
 		{"5b_APIKeyRotated", sc.keyRotated},
 		{"5c_CallerAuth", sc.callerAuth},
@@ -180,6 +181,11 @@ func TestControlPlane(t *testing.T) {
 	w.mu.Unlock()
 	t.Logf("API keys: looked for in %d observations of Objects and XRs", scanned)
 	t.Logf("changes seen, by resource: %v", w.eventCounts())
+	obs, viol := w.sidecarSummary()
+	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
+	if all && obs == 0 {
+		t.Errorf("the sidecar invariant was never checked")
+	}
 	if all && checks == 0 {
 		t.Errorf("never saw the envoy-deployment Object report a manifest and Ready: the agreement check checked nothing")
 	}
@@ -324,13 +330,25 @@ func (sc *scenarios) agree(t *testing.T) string {
 	return status
 }
 
-// newGatewayWithRouteDuringRollout is scenarios 1 and 2. The kubelet
-// stand-in holds pods from the start, like a node still pulling the Envoy
-// image, so that the rollout is surely still going when the ModelRoute
-// arrives.
+// newGatewayWithRouteDuringRollout is scenarios 1 and 2, the case the
+// product exists for. The first Envoy pods come before AI Gateway's
+// filter-config Secret, so they have no ext-proc sidecar, and they start;
+// AI Gateway rolls the Deployment for the sidecar, and the kubelet
+// stand-in holds the pods that have it, like a node still pulling the
+// ext-proc image. So Ready Envoy pods without the sidecar serve while the
+// ModelRoute arrives: it must be composed at once, and must not say
+// RoutingReady=True until they are gone (the sidecar invariant,
+// sidecar_test.go).
+//
+// With the real controllers the race between the first pods and AI
+// Gateway's filter-config Secret goes either way (both were seen here), so
+// the scenario forces this order: the API server refuses the Secret until
+// the first pods exist (holdFilterConfigSecret). Scenario 4b shows the
+// other order.
 func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	c, w, s := sc.c, sc.w, sc.s
-	s.kubelet.setHold(true)
+	s.kubelet.setHoldSidecar(true)
+	release := sc.holdFilterConfigSecret(t)
 
 	// The gateway namespace is the function's to create, through
 	// provider-kubernetes: nothing has made it yet.
@@ -343,31 +361,54 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	w.tl.mark(tlXRCreated, sc.t0)
 	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
 	sc.gatewayNamespaceByProvider(t)
+	sc.eventually(t, waitSettle, "the first Envoy pods", func(ctx context.Context) string {
+		created := w.podsCreated(sc.t0)
+		if len(created) == 0 {
+			return "no Envoy pod yet"
+		}
+		if created[0].withSidecar > 0 {
+			t.Fatalf("an Envoy pod got the sidecar while the filter-config Secret was held: %s", created[0])
+		}
+		return ""
+	})
+	release()
 
 	// Scenario 1: the gateway comes up, and its Deployment rolls the
-	// marker in, but no pod can start. GatewayReady must say False, for
-	// the reason the rule gives.
-	sc.eventually(t, waitSettle, "the AI Gateway stand-in to patch the marker and the Deployment controller to start rolling", func(ctx context.Context) string {
+	// marker in, but no pod with the sidecar can start. GatewayReady must
+	// say False, for the reason the rule gives.
+	sc.eventually(t, waitSettle, "AI Gateway to patch its marker and the Deployment controller to start rolling", func(ctx context.Context) string {
 		d := sc.envoyDeployment(ctx)
 		if d == nil {
 			return "no Envoy Deployment yet"
 		}
-		if len(s.aigw.patched()) == 0 {
-			return "no marker patch yet"
+		if markerWrites(w.markerChanges(), aigwUUID) == 0 {
+			return "AI Gateway has written no uuid marker yet"
 		}
 		if int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() {
 			return "the Deployment controller has not observed the marker patch"
 		}
+		if int64At(d.Object, "status", "availableReplicas") == 0 {
+			return "no Envoy pod without the sidecar is available yet"
+		}
 		return ""
 	})
-	if p := s.aigw.patched(); len(p) > 0 {
-		w.tl.mark(tlMarkerPatchFirst, p[0].at)
+	for _, m := range w.markerChanges() {
+		if m.values[aigwUUID] != "" {
+			w.tl.mark(tlMarkerPatchFirst, m.at)
+			break
+		}
+	}
+	// Which way the race went: AI Gateway v1.0.0 writes its marker only
+	// when pods and routes disagree, so the first pods had no sidecar
+	// (they came before its filter-config Secret).
+	for _, rs := range w.podsCreated(sc.t0) {
+		t.Logf("scenario 1: %s", rs)
 	}
 	if st := sc.agree(t); st == "True" {
-		t.Fatalf("GatewayReady=True while no Envoy pod could start")
+		t.Fatalf("GatewayReady=True while no Envoy pod with the sidecar could start")
 	}
 	xr := sc.gatewayXR(sc.ctx)
-	t.Logf("while pods are held: GatewayReady=%s (%s): %v", conditionStatus(xr, gateway.ConditionType),
+	t.Logf("while pods with the sidecar are held: GatewayReady=%s (%s): %v", conditionStatus(xr, gateway.ConditionType),
 		conditionReason(xr, gateway.ConditionType), condition(xr, gateway.ConditionType)["message"])
 
 	// Scenario 2: a ModelRoute created now is composed at once — its
@@ -400,13 +441,13 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 		return ""
 	})
 	if st := conditionStatus(sc.gatewayXR(sc.ctx), gateway.ConditionType); st == "True" {
-		t.Fatalf("GatewayReady turned True while pods were held")
+		t.Fatalf("GatewayReady turned True while pods with the sidecar were held")
 	}
 
 	// Let the pods start: the Deployment controller finishes the rollout,
 	// and only then may GatewayReady, and after it RoutingReady, be True.
 	w.tl.mark(tlKubeletReleased, time.Now())
-	s.kubelet.setHold(false)
+	s.kubelet.setHoldSidecar(false)
 	sc.eventually(t, waitSettle, "GatewayReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
@@ -421,6 +462,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 		return sc.gatewayKeyIs(ctx, key)
 	})
 	sc.routesAttached(t)
+	sc.allAccepted(t, "scenario 2")
 	sc.noSecretsInObjects(t, "once the route is served")
 
 	// Order, from the recorded timeline: GatewayReady only after the
@@ -463,7 +505,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 // ModelRoute composed is deleted.
 func (sc *scenarios) templateChange(t *testing.T) {
 	s := sc.s
-	before := len(s.aigw.patched())
+	before := markerWrites(sc.w.markerChanges(), aigwUUID)
 	gen := sc.envoyDeployment(sc.ctx).GetGeneration()
 	// A live gateway and route: their creation opened their circuit
 	// breakers, whose cooldown passes while the API server's request
@@ -476,10 +518,15 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	s.kubelet.setHold(true)
 	start, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
-	s.aigw.setConfig("ext-proc inputs: image v1.1.1")
+	// An upgrade of AI Gateway with a new ext-proc image: v1.0.0 counts a
+	// pod whose sidecar has another image as one without
+	// (internal/controller/gateway.go, checkPodHasSideCar), so it writes a
+	// new uuid into the template and the Deployment controller rolls.
+	upgraded := extProcImage + "-upgrade.1"
+	sc.c.restartAIGateway(sc.ctx, s.up, upgraded)
 
 	sc.eventually(t, waitSettle, "the new marker and old-template pods", func(ctx context.Context) string {
-		if len(s.aigw.patched()) == before {
+		if markerWrites(sc.w.markerChanges(), aigwUUID) == before {
 			return "no new marker patch yet"
 		}
 		return sc.oldTemplatePodsCounted(ctx, gen)
@@ -510,10 +557,7 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	if st := sc.agree(t); st != "True" {
 		t.Errorf("settled GatewayReady=%s after the rollout, want True", st)
 	}
-	got, _, _ := unstructured.NestedString(sc.envoyDeployment(sc.ctx).Object, "spec", "template", "metadata", "annotations", markerConfigHash)
-	if want := s.aigw.hash(); got != want {
-		t.Errorf("the template's marker is %q, want the new hash %q", got, want)
-	}
+	sc.podsHaveSidecar(t, upgraded)
 	// RoutingReady may have followed the gateway down; it comes back.
 	sc.eventually(t, waitRoute, "RoutingReady=True again", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")

@@ -35,36 +35,7 @@ var (
 	gatewayXRFile       = filepath.Join("example", "gateway", "xr.yaml")
 )
 
-// envoyPodSpec is the part of the Envoy pod template the Envoy Gateway
-// stand-in derives from the EnvoyProxy, as v1.8.1 does: the container,
-// a termination grace period of the drain timeout plus 300 s (360 s
-// without one), and the topology spread constraints as they are
-// (internal/infrastructure/kubernetes/proxy/resource_provider.go,
-// expectedTerminationGracePeriodSeconds and Deployment). So a changed
-// Envoy setting changes the template and rolls the Deployment, as it does
-// upstream.
-func envoyPodSpec(ep *unstructured.Unstructured) map[string]any {
-	grace := int64(360)
-	if d, ok, _ := unstructured.NestedString(ep.Object, "spec", "shutdown", "drainTimeout"); ok {
-		if v, err := time.ParseDuration(d); err == nil {
-			grace = int64(v.Seconds()) + 300
-		}
-	}
-	spec := map[string]any{
-		"containers": []any{map[string]any{
-			"name": "envoy", "image": "docker.io/envoyproxy/envoy:distroless-v1.36.2",
-		}},
-		"terminationGracePeriodSeconds": grace,
-	}
-	if tsc, ok, _ := unstructured.NestedSlice(ep.Object, "spec", "provider", "kubernetes", "envoyDeployment", "pod", "topologySpreadConstraints"); ok {
-		spec["topologySpreadConstraints"] = tsc
-	}
-	return spec
-}
-
-// frontDoorServed checks what Envoy Gateway (its stand-in, which admits
-// routes by the listeners' allowedRoutes as v1.8.1 does) makes of the
-// front door: the health route, in the front-door namespace, is Accepted
+// frontDoorServed checks what Envoy Gateway makes of the front door: the health route, in the front-door namespace, is Accepted
 // on the http listener with its HTTPRouteFilter resolved, while the
 // anchor's HTTPRoute in the gateway namespace stays NotAllowedByListeners.
 func (sc *scenarios) frontDoorServed(t *testing.T) {
@@ -187,8 +158,10 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 }
 
 // envoySettingChanged is scenario 5e: spec.envoy.drainTimeout changes on
-// the live gateway. The EnvoyProxy changes, Envoy Gateway (its stand-in)
-// changes the pod template, and the Deployment rolls: GatewayReady is
+// the live gateway. The EnvoyProxy changes, Envoy Gateway changes the pod
+// template (a termination grace period of the drain timeout plus 300 s:
+// gateway v1.8.1 internal/infrastructure/kubernetes/proxy/
+// resource_provider.go, expectedTerminationGracePeriodSeconds), and the Deployment rolls: GatewayReady is
 // False while old-template pods serve and True after, the model's route
 // stays composed throughout, and RoutingReady comes back.
 func (sc *scenarios) envoySettingChanged(t *testing.T) {

@@ -82,18 +82,3 @@ func int64At(obj map[string]any, path ...string) int64 {
 	}
 	return 0
 }
-
-func jsonMarshal(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("cannot encode JSON: %w", err)
-	}
-	return b, nil
-}
-
-func jsonUnmarshal(b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("cannot decode JSON: %w", err)
-	}
-	return nil
-}

@@ -97,7 +97,7 @@ const (
 	tlRouteObject      = "model AIGatewayRoute in the API server"
 	tlRoutingReady     = "ModelRoute RoutingReady=True"
 	tlKubeletReleased  = "kubelet stand-in released (pods may start)"
-	tlMarkerPatchFirst = "AI Gateway stand-in patched the marker"
+	tlMarkerPatchFirst = "AI Gateway patched its marker into the template"
 )
 
 // transition is one change of a condition seen on an XR.
@@ -152,6 +152,7 @@ type world struct {
 	leaked     map[string]bool         // leaks already reported, by object and value
 	scanned    int                     // Object and XR observations checked for secrets
 	events     map[string]int          // changes seen, by resource
+	sidecar    sidecarState            // the seed's invariant (sidecar_test.go)
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -178,7 +179,7 @@ const suspectGrace = 15 * time.Second
 // kind the two XRs compose, remotely and as Objects, and the XRs.
 var watchedForDeletion = []schema.GroupVersionResource{
 	gvrObject, gvrAIRoute, gvrBackend, gvrAIBackend, gvrSecPolicy, gvrSecret, gvrNamespace,
-	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrSecurityPolicy, gvrDeployment, gvrHTTPRoute,
+	gvrGateway, gvrEnvoyProxy, gvrTrafficPolicy, gvrClientPolicy, gvrEGSecurityPolicy, gvrDeployment, gvrHTTPRoute,
 	gvrInferenceGW, gvrModelRoute,
 }
 
@@ -186,7 +187,9 @@ var watchedForDeletion = []schema.GroupVersionResource{
 func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
 		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
-		events: map[string]int{}}
+		events: map[string]int{}, sidecar: sidecarState{
+			pods: map[string]*unstructured.Unstructured{}, routingReady: map[string]bool{}, reported: map[string]bool{},
+		}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	tb.Cleanup(func() { cancel(); wg.Wait() })
@@ -196,6 +199,11 @@ func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, 
 			func(u *unstructured.Unstructured) { w.onDelete(gvr, u) })
 		w.watchers[gvr] = wt
 	}
+	// Pods come and go by design; they are watched for the sidecar
+	// invariant only.
+	w.watchers[gvrPod] = newWatcher(c, gvrPod,
+		func(u *unstructured.Unstructured) { w.onPod(u, false) },
+		func(u *unstructured.Unstructured) { w.onPod(u, true) })
 	for _, wt := range w.watchers {
 		wg.Go(func() { ; wt.run(ctx) })
 	}
@@ -250,6 +258,11 @@ func (w *world) deleted() []deletion {
 
 func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	d := deletion{at: time.Now(), resource: gvr.Resource, namespace: u.GetNamespace(), name: u.GetName()}
+	if gvr == gvrModelRoute {
+		w.mu.Lock()
+		delete(w.sidecar.routingReady, u.GetNamespace()+"/"+u.GetName())
+		w.mu.Unlock()
+	}
 	if !w.relevant(gvr, u) {
 		return
 	}
@@ -286,6 +299,7 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	now := time.Now()
 	w.mu.Lock()
 	w.events[gvr.Resource]++
+	w.checkSidecarLocked()
 	w.mu.Unlock()
 	switch gvr {
 	case gvrObject, gvrInferenceGW, gvrModelRoute:
@@ -310,8 +324,13 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 			return
 		}
 		w.tl.mark(tlDeployment, now)
-		if v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", markerConfigHash); v != "" {
-			w.tl.mark(tlMarker, now)
+		if u.GetLabels()[labelOwningGatewayName] == gatewayXRName {
+			w.onDeploymentMarkers(u, now)
+		}
+		for _, k := range templateMarkers {
+			if v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", k); v != "" {
+				w.tl.mark(tlMarker, now)
+			}
 		}
 		if v, err := w.rule.Evaluate(u.Object); err == nil && v.Ready {
 			w.tl.mark(tlRolloutComplete, now)
@@ -464,6 +483,8 @@ func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 	if ts := w.byRoute[k]; st != "" && (len(ts) == 0 || ts[len(ts)-1].status != st || ts[len(ts)-1].reason != reason) {
 		w.byRoute[k] = append(ts, transition{at: now, status: st, reason: reason, message: msg})
 	}
+	w.sidecar.routingReady[k] = st == "True"
+	w.checkSidecarLocked()
 	if u.GetNamespace() != teamControlNS || u.GetName() != routeName {
 		w.mu.Unlock()
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -85,6 +86,15 @@ func newProcs(tb testing.TB, logDir string) *procs {
 // the test binary itself is killed (a panic on -timeout skips Cleanup).
 func (ps *procs) start(name string, env []string, bin string, args ...string) *proc {
 	ps.tb.Helper()
+	return ps.startWith(name, env, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}, nil, bin, args...)
+}
+
+// startWith is start with the process attributes given (startIsolated
+// adds new namespaces) and what to close once the process has exited,
+// before its done channel closes: startIsolated's host-side listeners, so
+// that a restart can listen on the same ports again.
+func (ps *procs) startWith(name string, env []string, attr *syscall.SysProcAttr, closers []io.Closer, bin string, args ...string) *proc {
+	ps.tb.Helper()
 	logPath := filepath.Join(ps.logDir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -93,7 +103,7 @@ func (ps *procs) start(name string, env []string, bin string, args ...string) *p
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), append(env, runIDEnv+"="+ps.runID)...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		ps.tb.Fatalf("cannot start %s: %v", name, err)
@@ -102,6 +112,9 @@ func (ps *procs) start(name string, env []string, bin string, args ...string) *p
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()
+		for _, c := range closers {
+			_ = c.Close()
+		}
 		close(p.done)
 	}()
 	ps.mu.Lock()

@@ -61,7 +61,8 @@ func (sc *scenarios) scale(t *testing.T) {
 
 	start, err := c.countRequests(sc.ctx)
 	must(t, err)
-	s.aigw.setConfig("ext-proc inputs: image v1.1.2")
+	// Another AI Gateway upgrade: a new ext-proc image rolls the Envoy pods.
+	c.restartAIGateway(sc.ctx, s.up, extProcImage+"-upgrade.2")
 	sc.eventually(t, waitSettle, "GatewayReady=False for the rollout", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "False")
 	})
@@ -122,6 +123,7 @@ func (sc *scenarios) scale(t *testing.T) {
 	r := c.rateBetween(start, end)
 	sc.sp.record("scale", evRateRollout, r.total)
 	t.Logf("during the rollout: %s over %s", r, end.at.Sub(start.at).Round(time.Second))
+	sc.allAccepted(t, "scale")
 	w.check(t)
 }
 

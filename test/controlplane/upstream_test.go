@@ -1,0 +1,320 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The real Envoy Gateway and Envoy AI Gateway controllers, built from their
+// Go modules and run out of cluster against the loopback API server, each
+// in a namespace of its own (isolate_test.go). They are installed the way
+// their guides install them in a cluster; what differs is said where it is
+// done.
+
+var gvrMutatingWebhook = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+
+const (
+	// aiGatewayNS is where AI Gateway's install puts its controller; the
+	// controller patches the pod webhook named after it (ai-gateway v1.0.0
+	// cmd/controller/main.go, POD_NAMESPACE).
+	aiGatewayNS = "envoy-ai-gateway-system"
+
+	// aiGatewayWebhook is the MutatingWebhookConfiguration of AI Gateway's
+	// chart (manifests/charts/ai-gateway-helm/templates/admission_webhook.yaml).
+	aiGatewayWebhook = "envoy-ai-gateway-gateway-pod-mutator." + aiGatewayNS
+
+	// extProcImage is the sidecar image the AI Gateway controller injects,
+	// pinned to its own version (the flag's default is :latest).
+	extProcImage = "docker.io/envoyproxy/ai-gateway-extproc:v1.0.0"
+
+	// sidecarName is the ext-proc sidecar's container name; on Kubernetes
+	// 1.33 and later it is a native sidecar, an init container with
+	// restartPolicy Always (ai-gateway v1.0.0 internal/controller/
+	// gateway_mutator.go, extProcContainerName and isKubernetes133OrLater).
+	sidecarName = "ai-gateway-extproc"
+
+	// lbAddress is what the load-balancer stand-in gives every
+	// LoadBalancer Service: TEST-NET-1, an address nothing answers.
+	lbAddress = "192.0.2.10"
+)
+
+// egConfig is Envoy Gateway's configuration: the Kubernetes provider as its
+// Helm chart sets it, with leader election off (one replica, out of
+// cluster) and the topology injector off (a webhook for pods' zone labels
+// that needs an in-cluster Service; certgen's --disable-topology-injector
+// matches), and the extension manager that AI Gateway's install adds
+// (ai-gateway v1.0.0 manifests/envoy-gateway-values.yaml), pointed at the
+// extension server by IP instead of its Service's FQDN.
+const egConfig = `apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: EnvoyGateway
+gateway:
+  controllerName: gateway.envoyproxy.io/gatewayclass-controller
+logging:
+  level:
+    default: info
+provider:
+  type: Kubernetes
+  kubernetes:
+    leaderElection:
+      disable: true
+    proxyTopologyInjector:
+      disabled: true
+admin:
+  address:
+    host: 127.0.0.1
+    port: 19000
+extensionApis:
+  enableEnvoyPatchPolicy: true
+  enableBackend: true
+extensionManager:
+  hooks:
+    xdsTranslator:
+      translation:
+        listener:
+          includeAll: true
+        route:
+          includeAll: true
+        cluster:
+          includeAll: true
+        secret:
+          includeAll: true
+      post:
+      - Translation
+      - Cluster
+      - Route
+  service:
+    ip:
+      address: 127.0.0.1
+      port: %d
+`
+
+// upstream is the two real controllers, running.
+type upstream struct {
+	eg, aigw      *proc
+	extensionPort int
+	webhookPort   int
+	aigwImage     string // the ext-proc image the running AI Gateway injects
+	aigwCerts     string
+	egCerts       string // Envoy Gateway's /certs, from its certgen
+	egConfig      string // Envoy Gateway's configuration file
+}
+
+// startUpstream installs and starts AI Gateway, then Envoy Gateway, and
+// returns once Envoy Gateway has accepted the GatewayClass and AI Gateway's
+// webhook answers.
+func (c *cluster) startUpstream(ctx context.Context) *upstream {
+	c.tb.Helper()
+	u := &upstream{extensionPort: c.ps.freePort(), webhookPort: c.ps.freePort()}
+	c.namespace(ctx, aiGatewayNS)
+	u.aigwCerts = c.ca.writeDir(c.tb, filepath.Join(c.dir, "ai-gateway-certs"), c.ca.server(c.tb, "ai-gateway-controller"))
+	c.installPodWebhook(ctx, u.webhookPort)
+	c.startAIGateway(ctx, u, extProcImage)
+	c.startEnvoyGateway(ctx, u)
+	return u
+}
+
+// installPodWebhook registers AI Gateway's pod webhook as its chart does,
+// at a loopback URL instead of the controller's Service.
+func (c *cluster) installPodWebhook(ctx context.Context, port int) {
+	c.create(ctx, gvrMutatingWebhook, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "MutatingWebhookConfiguration",
+		"metadata":   map[string]any{"name": aiGatewayWebhook},
+		"webhooks": []any{map[string]any{
+			"name": "ai-gateway-controller." + aiGatewayNS + ".svc.cluster.local",
+			"clientConfig": map[string]any{
+				"url":      fmt.Sprintf("https://127.0.0.1:%d/mutate", port),
+				"caBundle": base64.StdEncoding.EncodeToString(c.ca.certPEM),
+			},
+			"rules": []any{map[string]any{
+				"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"pods"},
+			}},
+			"objectSelector":          map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/managed-by": "envoy-gateway"}},
+			"sideEffects":             "None",
+			"admissionReviewVersions": []any{"v1"},
+			"timeoutSeconds":          int64(10),
+			"failurePolicy":           "Fail",
+		}},
+	}})
+}
+
+// startAIGateway starts the AI Gateway controller with the given ext-proc
+// image and waits for its webhook to serve TLS. Its flags: no leader
+// election (otherwise it asks for a namespace to elect in, being out of
+// cluster), its own certificates (it rewrites the webhook's caBundle from
+// ca.crt at start), the extension server on the loopback.
+func (c *cluster) startAIGateway(ctx context.Context, u *upstream, image string) {
+	c.tb.Helper()
+	u.aigwImage = image
+	u.aigw = c.ps.startIsolated("ai-gateway", []string{
+		"KUBECONFIG=" + c.kubeconfig, "POD_NAMESPACE=" + aiGatewayNS, "DISABLE_PPROF=true",
+	}, isolation{Outbound: []int{c.apiPort}, Inbound: []int{u.webhookPort, u.extensionPort}},
+		c.bins[toolAIGateway.name],
+		"-enableLeaderElection=false",
+		"-envoyGatewayNamespace="+envoyGatewayNS,
+		"-extProcImage="+image,
+		"-tlsCertDir="+u.aigwCerts,
+		"-webhookPort="+strconv.Itoa(u.webhookPort),
+		"-port=127.0.0.1:"+strconv.Itoa(u.extensionPort),
+	)
+	must(c.tb, waitFor(ctx, u.aigw, 250*time.Millisecond, "AI Gateway's pod webhook", tlsServes(u.webhookPort)))
+}
+
+// restartAIGateway stops AI Gateway and starts it again with another
+// ext-proc image, as an upgrade of AI Gateway would.
+func (c *cluster) restartAIGateway(ctx context.Context, u *upstream, image string) {
+	c.tb.Helper()
+	u.aigw.stop(10 * time.Second)
+	c.startAIGateway(ctx, u, image)
+}
+
+// startEnvoyGateway makes Envoy Gateway's certificates with its own
+// certgen, writes its configuration and starts it, and waits for it to
+// accept the GatewayClass.
+func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
+	c.tb.Helper()
+	bin := c.bins[toolEnvoyGateway.name]
+	env := []string{"KUBECONFIG=" + c.kubeconfig}
+	// certgen creates the Secrets envoy-gateway, envoy, envoy-rate-limit
+	// and envoy-oidc-hmac in envoy-gateway-system (gateway v1.8.1
+	// internal/cmd/certgen.go); without --disable-topology-injector it
+	// then looks for the injector's webhook and exits 1.
+	if out, err := c.ps.run(ctx, env, bin, "certgen", "--disable-topology-injector"); err != nil {
+		c.tb.Fatalf("cannot run Envoy Gateway's certgen: %v\n%s", err, out)
+	}
+	s, err := c.dyn.Resource(gvrSecret).Namespace(envoyGatewayNS).Get(ctx, "envoy-gateway", metav1.GetOptions{})
+	must(c.tb, err)
+	certs := filepath.Join(c.dir, "envoy-gateway-certs")
+	must(c.tb, os.MkdirAll(certs, 0o700))
+	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		v, _, _ := unstructured.NestedString(s.Object, "data", k)
+		b, err := base64.StdEncoding.DecodeString(v)
+		must(c.tb, err)
+		writeFile(c.tb, filepath.Join(certs, k), b)
+	}
+	// The mount point must exist on the host; a mount namespace shares the
+	// host's tree. Remove it afterwards if this test made it.
+	if _, err := os.Stat("/certs"); os.IsNotExist(err) {
+		must(c.tb, os.Mkdir("/certs", 0o755))
+		c.tb.Cleanup(func() { _ = os.Remove("/certs") })
+	}
+	u.egCerts = certs
+	u.egConfig = filepath.Join(c.dir, "envoy-gateway.yaml")
+	writeFile(c.tb, u.egConfig, fmt.Appendf(nil, egConfig, u.extensionPort))
+	c.launchEnvoyGateway(u)
+	c.create(ctx, gvrGatewayClass, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1",
+		"kind":       "GatewayClass",
+		"metadata":   map[string]any{"name": gatewayClassName},
+		"spec":       map[string]any{"controllerName": egControllerName},
+	}})
+	must(c.tb, waitFor(ctx, u.eg, 250*time.Millisecond, "Envoy Gateway to accept the GatewayClass", func(ctx context.Context) (bool, error) {
+		gc, err := c.dyn.Resource(gvrGatewayClass).Get(ctx, gatewayClassName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return conditionStatus(gc, "Accepted") == "True", nil
+	}))
+}
+
+// launchEnvoyGateway starts Envoy Gateway's server in its namespaces.
+func (c *cluster) launchEnvoyGateway(u *upstream) {
+	c.tb.Helper()
+	u.eg = c.ps.startIsolated("envoy-gateway", []string{"KUBECONFIG=" + c.kubeconfig},
+		isolation{Outbound: []int{c.apiPort, u.extensionPort}, Mounts: map[string]string{"/certs": u.egCerts}},
+		c.bins[toolEnvoyGateway.name], "server", "--config-path", u.egConfig)
+}
+
+// restartEnvoyGateway stops Envoy Gateway and starts it again, as an
+// upgrade or a rescheduled pod would.
+func (c *cluster) restartEnvoyGateway(u *upstream) {
+	c.tb.Helper()
+	u.eg.stop(10 * time.Second)
+	c.launchEnvoyGateway(u)
+}
+
+// tlsServes reports whether a TLS server answers a handshake on port.
+func tlsServes(port int) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} // only checks that it serves
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false, err
+		}
+		_ = conn.Close()
+		return true, nil
+	}
+}
+
+// loadBalancer stands in for a cloud's load-balancer controller: every
+// LoadBalancer Service in Envoy Gateway's namespace gets an ingress
+// address. Envoy Gateway sets a Gateway's status.addresses only from it,
+// and without an address the Gateway is not Programmed (gateway v1.8.1
+// internal/provider/kubernetes/status_updater.go and internal/gatewayapi/
+// status/gateway.go, updateGatewayProgrammedCondition).
+type loadBalancer struct {
+	c    *cluster
+	kick kicker
+}
+
+func (lb *loadBalancer) reconcile(ctx context.Context) error {
+	l, err := lb.c.dyn.Resource(gvrService).Namespace(envoyGatewayNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("cannot list Services: %w", err)
+	}
+	for i := range l.Items {
+		s := &l.Items[i]
+		if t, _, _ := unstructured.NestedString(s.Object, "spec", "type"); t != "LoadBalancer" {
+			continue
+		}
+		if ing, _, _ := unstructured.NestedSlice(s.Object, "status", "loadBalancer", "ingress"); len(ing) > 0 {
+			continue
+		}
+		if err := unstructured.SetNestedSlice(s.Object, []any{map[string]any{"ip": lbAddress}}, "status", "loadBalancer", "ingress"); err != nil {
+			return err
+		}
+		if _, err := lb.c.dyn.Resource(gvrService).Namespace(envoyGatewayNS).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("cannot give Service %s an address: %w", s.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// hasSidecar reports whether a pod spec holds AI Gateway's ext-proc
+// sidecar, as a native sidecar or, on older clusters, a container.
+func hasSidecar(pod *unstructured.Unstructured) bool {
+	for _, f := range []string{"initContainers", "containers"} {
+		cs, _, _ := unstructured.NestedSlice(pod.Object, "spec", f)
+		for _, x := range cs {
+			if m, ok := x.(map[string]any); ok && m["name"] == sidecarName {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sidecarImage returns the image of a pod's ext-proc sidecar, or "".
+func sidecarImage(pod *unstructured.Unstructured) string {
+	for _, f := range []string{"initContainers", "containers"} {
+		cs, _, _ := unstructured.NestedSlice(pod.Object, "spec", f)
+		for _, x := range cs {
+			if m, ok := x.(map[string]any); ok && m["name"] == sidecarName {
+				s, _ := m["image"].(string)
+				return s
+			}
+		}
+	}
+	return ""
+}
