@@ -31,6 +31,15 @@ func gatewayWithCondition(at time.Time, status, reason string) obj {
 	return xr
 }
 
+// gatewayResponsive is a ready gateway whose Responsive condition has had
+// status since at.
+func gatewayResponsive(at time.Time, status string) obj {
+	xr := gatewayTrueSince(at.Add(-time.Hour))
+	xr["status"].(obj)["conditions"] = append(xr["status"].(obj)["conditions"].([]any),
+		obj{"type": "Responsive", "status": status, "reason": "WatchCircuitOpen", "lastTransitionTime": at.UTC().Format(time.RFC3339)})
+	return xr
+}
+
 func TestTTL(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rolled := deploymentManifest(2, 2, true, 2, 2, 2)
@@ -45,6 +54,21 @@ func TestTTL(t *testing.T) {
 		"GatewayReady": {
 			reason: "A ready gateway is reconciled at the SDK's default TTL.",
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolled, true), nil),
+			want:   response.DefaultTTL,
+		},
+		"GatewayReadyBreakerOpen": {
+			reason: "A ready gateway whose watch events Crossplane's circuit breaker holds back looks again every 5 s, not at the one-minute TTL.",
+			req:    newRequest(t, gatewayResponsive(now.Add(-time.Minute), "False"), observedGateway("203.0.113.10", true, rolled, true), nil),
+			want:   compose.SlowRequeue,
+		},
+		"GatewayReadyBreakerClosedAgain": {
+			reason: "Responsive=False for longer than the breaker's cooldown: the breaker is closed; the SDK's default TTL.",
+			req:    newRequest(t, gatewayResponsive(now.Add(-6*time.Minute), "False"), observedGateway("203.0.113.10", true, rolled, true), nil),
+			want:   response.DefaultTTL,
+		},
+		"GatewayReadyResponsive": {
+			reason: "Responsive=True: watch events arrive; the SDK's default TTL.",
+			req:    newRequest(t, gatewayResponsive(now.Add(-time.Minute), "True"), observedGateway("203.0.113.10", true, rolled, true), nil),
 			want:   response.DefaultTTL,
 		},
 		"GatewayRollingOut": {

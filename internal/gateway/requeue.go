@@ -11,9 +11,16 @@ import (
 // second (compose.Backoff): the end of a rollout is what GatewayReady
 // waits for, and the rollout's own events are what open the gateway's
 // circuit breaker, so its watch events cannot be relied on. A True
-// GatewayReady needs no hurry, nor does SecretsMissing, which waits for a
-// person (and for Crossplane's next look at the Secrets, which it does not
-// watch), nor ClusterAlreadyHasGateway.
+// GatewayReady needs no hurry while the breaker is closed; while it holds
+// the gateway's watch events back (compose.WatchesHeldBack), a True
+// GatewayReady is looked at again every compose.SlowRequeue, so that a
+// change on the gateway cluster does not leave it stale for the SDK's
+// one-minute TTL: against the real controllers the control-plane suite saw
+// GatewayReady stay True for 55 to 62 s after the Envoy Deployment was
+// deleted and re-created, the breaker open from the gateway's creation.
+// That costs one reconcile every 5 s for at most the breaker's cooldown.
+// SecretsMissing waits for a person (and for Crossplane's next look at the
+// Secrets, which it does not watch), and so does ClusterAlreadyHasGateway.
 //
 // markerDue, when not zero, is when the function will write its own
 // ext-proc marker (marker.go): the gateway is reconciled again no later
@@ -21,7 +28,10 @@ import (
 // to wake it.
 func requeueAfter(xr map[string]any, c compose.Condition, now, markerDue time.Time) time.Duration {
 	var d time.Duration
-	if !c.Status && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway {
+	switch {
+	case c.Status && compose.WatchesHeldBack(xr, now):
+		d = compose.SlowRequeue
+	case !c.Status && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway:
 		d = compose.Backoff(xr, ConditionType, now)
 	}
 	if until := markerDue.Sub(now); !markerDue.IsZero() && until > 0 && (d == 0 || until < d) {
