@@ -318,15 +318,25 @@ func (sc *scenarios) envoyDeploymentRecreated(t *testing.T) {
 		down = at
 		return ""
 	})
-	sc.eventually(t, waitSettle, "GatewayReady=True on the new Deployment", func(ctx context.Context) string {
-		if d := sc.envoyDeployment(ctx); d == nil || d.GetUID() != newUID {
+	// True again only for the new Deployment rolled out with the
+	// function's marker, as the function saw it (its status.rollout
+	// names that generation).
+	sc.eventually(t, waitSettle, "GatewayReady=True on the new Deployment with the function's marker", func(ctx context.Context) string {
+		d := sc.envoyDeployment(ctx)
+		if d == nil || d.GetUID() != newUID {
 			return "the Deployment changed again"
 		}
-		gw, _ := sc.w.transitions()
-		if _, ok := firstAfter(gw, down, "True"); !ok {
-			return "no GatewayReady=True since it went False"
+		if v, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", ownMarker); v == "" {
+			return "no " + ownMarker + " on the template yet"
 		}
-		return ""
+		if v, err := sc.w.rule.Evaluate(d.Object); err != nil || !v.Ready {
+			return fmt.Sprintf("the rule does not hold on the Deployment yet: %v %v", v.Failed, err)
+		}
+		xr := sc.gatewayXR(ctx)
+		if g := int64At(xr.Object, "status", "rollout", "generation"); g != d.GetGeneration() {
+			return fmt.Sprintf("the InferenceGateway reports generation %d, the Deployment is at %d", g, d.GetGeneration())
+		}
+		return wantCondition(xr, "GatewayReady", "True")
 	})
 	t.Logf("scenario 4b: GatewayReady left True %.2fs after the deletion (the function's first reconcile that saw the new Deployment)", seconds(down.Sub(from)))
 	st := sc.agree(t)
