@@ -64,8 +64,10 @@ var breaks = []deliberateBreak{{
 			"\tcase v.Ready:\n\t\tv = rollout.Verdict{Failed: []rollout.Check{rollout.NoReplicaAvailable}}\n\t}\n" +
 			"\te.rollout = v\n",
 	}},
-	// Scenario 3: the old pods are ready while the new ones are held.
-	caughtBy: "the function says GatewayReady=True",
+	// Scenario 1: the first pods, without the sidecar, are ready while
+	// the sidecar rollout's are held; the world sees GatewayReady=True
+	// beside the XR's own counters of that unfinished rollout.
+	caughtBy: "with rollout counters of an unfinished rollout",
 }, {
 	name: "route-gated-on-gateway",
 	what: "the model's AIGatewayRoute composed only while the gateway is GatewayReady, and dropped otherwise, " +
@@ -209,7 +211,7 @@ func TestBreaksAreCaught(t *testing.T) {
 				t.Errorf("the run with %q timed out instead of failing on a check", b.name)
 			case !strings.Contains(log, "--- FAIL: TestControlPlane"):
 				t.Errorf("the run with %q failed before the suite ran", b.name)
-			case !strings.Contains(log, b.caughtBy):
+			case !caughtIn(log, b.caughtBy):
 				t.Errorf("the run with %q failed, but not where it should be caught: no %q in its output", b.name, b.caughtBy)
 			}
 			for l := range strings.SplitSeq(log, "\n") {
@@ -227,6 +229,17 @@ func TestBreaksAreCaught(t *testing.T) {
 	}
 }
 
+// caughtIn reports whether a run's output holds caughtBy on a line other
+// than the run's own "DELIBERATE BREAK" banner, which quotes it.
+func caughtIn(log, caughtBy string) bool {
+	for l := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(l, caughtBy) && !strings.Contains(l, "DELIBERATE BREAK") {
+			return true
+		}
+	}
+	return false
+}
+
 // TestBreaksCompile applies every deliberate break and builds the broken
 // function, so that a break whose source has moved on fails here, in every
 // run, rather than only when someone runs the breaks.
@@ -238,6 +251,27 @@ func TestBreaksCompile(t *testing.T) {
 			dir := t.TempDir()
 			if _, err := toolchain.Function(dir, b.overlay(t, root, dir)); err != nil {
 				t.Errorf("cannot build the function with the deliberate break %q: %v", b.name, err)
+			}
+		})
+	}
+}
+
+// TestCaughtIn: the banner that quotes where a break is caught does not
+// count as catching it.
+func TestCaughtIn(t *testing.T) {
+	const by = "the function says GatewayReady=True"
+	cases := map[string]struct {
+		log  string
+		want bool
+	}{
+		"BannerOnly":   {log: `DELIBERATE BREAK "x": ... This run is expected to fail ("` + by + `").` + "\n--- FAIL: TestControlPlane", want: false},
+		"CaughtByLine": {log: "DELIBERATE BREAK ...\ngave up after 3m0s waiting for ...: " + by + " (Serving)", want: true},
+		"Nothing":      {log: "--- FAIL: TestControlPlane", want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := caughtIn(tc.log, by); got != tc.want {
+				t.Errorf("caughtIn(...) = %t, want %t", got, tc.want)
 			}
 		})
 	}
