@@ -870,7 +870,15 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 			return err.Error()
 		}
 		if len(l.Items) > 0 {
-			return fmt.Sprintf("%d Objects left in %s", len(l.Items), teamControlNS)
+			// Say which, and why it stays: a stuck finalizer reads
+			// differently from a slow garbage collector.
+			left := make([]string, 0, len(l.Items))
+			for _, o := range l.Items {
+				syn := condition(&o, "Synced")
+				left = append(left, fmt.Sprintf("%s (%s; deleting since %v; finalizers %v; Synced %v: %v)", o.GetName(),
+					o.GetAnnotations()[annotationResourceName], o.GetDeletionTimestamp(), o.GetFinalizers(), syn["status"], syn["message"]))
+			}
+			return fmt.Sprintf("%d Objects left in %s: %s", len(l.Items), teamControlNS, strings.Join(left, "; "))
 		}
 		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
 			l, err := c.dyn.Resource(gvr).Namespace(w.teamNS).List(ctx, metav1.ListOptions{})
