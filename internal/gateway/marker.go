@@ -39,9 +39,9 @@ import (
 //   - the Deployment's Progressing condition says NewReplicaSetAvailable
 //     and was last updated at least markerSettle ago: the Deployment
 //     controller's own record that the rollout completed. While pods roll,
-//     v1.0.0 requeues every 5 s (isRolloutInProgress); markerSettle is
-//     three of those requeues after the roll ended, in which it would have
-//     written its uuid had any pod lacked the sidecar;
+//     v1.0.0 requeues every 5 s (isRolloutInProgress), so its first look
+//     after the roll ended comes within 5 s, and it then writes its uuid
+//     if any pod lacks the sidecar; markerSettle leaves three times that;
 //   - the anchor AIGatewayRoute is Accepted.
 //
 // The new pods of the roll the marker then causes are all created after
@@ -66,13 +66,16 @@ import (
 // as before, with no extra roll.
 
 // markerSettle is how long the Deployment must have said
-// NewReplicaSetAvailable before the function writes its marker: three of
-// AI Gateway v1.0.0's 5 s requeues.
+// NewReplicaSetAvailable before the function writes its marker: three
+// times AI Gateway v1.0.0's 5 s requeue during a rollout.
 const markerSettle = 15 * time.Second
 
 // reasonNewReplicaSetAvailable is the Progressing reason the Deployment
-// controller sets once a rollout has completed (kubernetes
-// pkg/controller/deployment/util/deployment_util.go, NewRSAvailableReason).
+// controller sets once a rollout has completed (kubernetes v1.36.1
+// pkg/controller/deployment/progress.go, syncRolloutStatus, with
+// util.NewRSAvailableReason). Its lastUpdateTime is when that happened:
+// SetDeploymentCondition leaves a condition alone while its status and
+// reason stay (util/deployment_util.go).
 const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
 
 // ownMarker is what the function does with its marker in this reconcile.
