@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -270,8 +272,8 @@ func TestCaughtIn(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := caughtIn(tc.log, by); got != tc.want {
-				t.Errorf("caughtIn(...) = %t, want %t", got, tc.want)
+			if diff := cmp.Diff(tc.want, caughtIn(tc.log, by)); diff != "" {
+				t.Errorf("caughtIn(...): -want, +got:\n%s", diff)
 			}
 		})
 	}

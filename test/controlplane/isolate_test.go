@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -159,13 +161,8 @@ func runIsolated(spec string) int {
 	}
 	cmd := exec.Command(iso.Argv[0], iso.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	env := []string{}
-	for _, e := range os.Environ() {
-		if len(e) < len(isolateEnv)+1 || e[:len(isolateEnv)+1] != isolateEnv+"=" {
-			env = append(env, e)
-		}
-	}
-	cmd.Env = env
+	// The controller gets this process's environment but the spec.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, isolateEnv+"=") })
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

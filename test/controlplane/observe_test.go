@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -188,7 +189,7 @@ func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, 
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
 		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
 		events: map[string]int{}, sidecar: sidecarState{
-			pods: map[string]*unstructured.Unstructured{}, routingReady: map[string]bool{}, reported: map[string]bool{},
+			pods: map[string]*corev1.Pod{}, routingReady: map[string]bool{}, reported: map[string]bool{},
 		}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -299,8 +300,14 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	now := time.Now()
 	w.mu.Lock()
 	w.events[gvr.Resource]++
-	w.checkSidecarLocked()
 	w.mu.Unlock()
+	// Every event is an observation of the sidecar invariant, checked once
+	// the event's own state (a ModelRoute's RoutingReady) is recorded.
+	defer func() {
+		w.mu.Lock()
+		w.checkSidecarLocked()
+		w.mu.Unlock()
+	}()
 	switch gvr {
 	case gvrObject, gvrInferenceGW, gvrModelRoute:
 		w.checkSecrets(gvr, u)
@@ -484,7 +491,6 @@ func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 		w.byRoute[k] = append(ts, transition{at: now, status: st, reason: reason, message: msg})
 	}
 	w.sidecar.routingReady[k] = st == "True"
-	w.checkSidecarLocked()
 	if u.GetNamespace() != teamControlNS || u.GetName() != routeName {
 		w.mu.Unlock()
 		return

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,19 +27,22 @@ import (
 
 // Template annotations that mark an ext-proc rollout, written out here, not
 // taken from the function, so that a wrong key there fails the suite:
-// AI Gateway v1.0.0's uuid (internal/controller/gateway.go,
-// aigatewayUUIDAnnotationKey), v1.1.0's config hash, and the function's own
-// marker for the case v1.0.0 writes none.
-var templateMarkers = []string{
-	"aigateway.envoyproxy.io/uuid",
-	"aigateway.envoyproxy.io/extproc-config-hash",
-	"modelplane.ai/ext-proc-verified",
-}
+// AI Gateway v1.0.0's uuid (ai-gateway v1.0.0
+// internal/controller/ai_gateway_route.go, aigatewayUUIDAnnotationKey),
+// v1.1.0's config hash, and the function's own marker for the case v1.0.0
+// writes none.
+const (
+	aigwUUID  = "aigateway.envoyproxy.io/uuid"
+	aigwHash  = "aigateway.envoyproxy.io/extproc-config-hash"
+	ownMarker = "modelplane.ai/ext-proc-verified"
+)
+
+var templateMarkers = []string{aigwUUID, aigwHash, ownMarker}
 
 // sidecarState is what the world keeps for the invariant.
 type sidecarState struct {
-	pods         map[string]*unstructured.Unstructured // the gateway's live Envoy pods, by name
-	routingReady map[string]bool                       // RoutingReady=True, by ModelRoute
+	pods         map[string]*corev1.Pod // the gateway's live Envoy pods, by name
+	routingReady map[string]bool        // RoutingReady=True, by ModelRoute
 	observations int
 	violations   int
 	reported     map[string]bool // pod and route pairs already reported
@@ -80,24 +84,29 @@ func (w *world) onPod(u *unstructured.Unstructured, deleted bool) {
 	if !envoyPodOfGateway(u) {
 		return
 	}
+	p := &corev1.Pod{}
+	if err := fromUnstructured(u, p); err != nil {
+		w.violate("cannot read Envoy pod %s: %v", u.GetName(), err)
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := &w.sidecar
-	if _, seen := s.pods[u.GetName()]; !seen && !deleted && u.GetDeletionTimestamp() == nil {
-		s.created = append(s.created, podCreated{at: time.Now(), replicaSet: ownerReplicaSet(u), sidecar: hasSidecar(u)})
+	if _, seen := s.pods[p.Name]; !seen && !deleted && p.DeletionTimestamp == nil {
+		s.created = append(s.created, podCreated{at: time.Now(), replicaSet: ownerReplicaSet(p), sidecar: sidecar(p) != nil})
 	}
-	if deleted || u.GetDeletionTimestamp() != nil {
-		delete(s.pods, u.GetName())
+	if deleted || p.DeletionTimestamp != nil {
+		delete(s.pods, p.Name)
 	} else {
-		s.pods[u.GetName()] = u
+		s.pods[p.Name] = p
 	}
 	w.checkSidecarLocked()
 }
 
 // ownerReplicaSet is the uid of the pod's ReplicaSet: a re-created
 // Deployment's ReplicaSet may have the old one's name, never its uid.
-func ownerReplicaSet(u *unstructured.Unstructured) string {
-	for _, o := range u.GetOwnerReferences() {
+func ownerReplicaSet(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
 		if o.Kind == "ReplicaSet" {
 			return string(o.UID)
 		}
@@ -120,7 +129,7 @@ func (w *world) checkSidecarLocked() {
 	}
 	sort.Strings(ready)
 	for name, p := range s.pods {
-		if !podReadyU(p) || hasSidecar(p) {
+		if !podReady(p) || sidecar(p) != nil {
 			continue
 		}
 		key := name + " " + strings.Join(ready, ",")
@@ -218,14 +227,6 @@ func (r replicaSetPods) String() string {
 	return fmt.Sprintf("ReplicaSet %s: %d of %d pods had the sidecar at creation", r.uid[:8], r.withSidecar, r.pods)
 }
 
-// podReadyU reports whether a pod's Ready condition is True.
-func podReadyU(p *unstructured.Unstructured) bool {
-	return conditionStatus(p, "Ready") == "True"
-}
-
-// aigwUUID is AI Gateway v1.0.0's template marker.
-const aigwUUID = "aigateway.envoyproxy.io/uuid"
-
 // podsHaveSidecar checks that every live Envoy pod of the gateway has the
 // ext-proc sidecar with the given image.
 func (sc *scenarios) podsHaveSidecar(t *testing.T, image string) {
@@ -236,25 +237,28 @@ func (sc *scenarios) podsHaveSidecar(t *testing.T, image string) {
 		t.Errorf("no Envoy pod of the gateway")
 	}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.GetDeletionTimestamp() != nil {
+		p := &corev1.Pod{}
+		must(t, fromUnstructured(&pods.Items[i], p))
+		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if got := sidecarImage(p); got != image {
-			t.Errorf("Envoy pod %s has sidecar image %q, want %q", p.GetName(), got, image)
+		got := ""
+		if c := sidecar(p); c != nil {
+			got = c.Image
+		}
+		if got != image {
+			t.Errorf("Envoy pod %s has sidecar image %q, want %q", p.Name, got, image)
 		}
 	}
 }
-
-// ownMarker is the function's own template marker (see templateMarkers).
-const ownMarker = "modelplane.ai/ext-proc-verified"
 
 // envoyDeploymentRecreated is scenario 4b, the other order of the race
 // between the first Envoy pods and AI Gateway's filter-config Secret. The
 // Envoy Deployment is deleted, and Envoy Gateway restarted: v1.8.1 did not
 // create a deleted Deployment again by itself within 3 minutes here (it
-// applies its infrastructure when the infrastructure IR changes:
-// internal/infrastructure/runner/runner.go), but does at start. The
+// applies its infrastructure when it gets an update of the infrastructure
+// IR: internal/infrastructure/runner/runner.go,
+// updateProxyInfraFromSubscription), but does at start. The
 // Secret and the routes are still there, so AI Gateway's webhook gives the
 // new Deployment's very first pods the sidecar, and AI Gateway v1.0.0,
 // which writes its uuid marker only when pods and routes disagree
@@ -398,7 +402,7 @@ var (
 
 // filterConfigSecret is AI Gateway's filter-config Secret for the suite's
 // gateway, in Envoy Gateway's namespace (ai-gateway v1.0.0
-// internal/controller/gateway.go, FilterConfigSecretPerGatewayName:
+// internal/controller/ai_gateway_route.go, FilterConfigSecretPerGatewayName:
 // "<gateway>-<gateway namespace>").
 var filterConfigSecret = gatewayXRName + "-" + gatewayNS
 

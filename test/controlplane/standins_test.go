@@ -125,7 +125,7 @@ func (k *kubelet) reconcile(ctx context.Context) error {
 		if !ok {
 			k.seen[p.UID], first = now, now
 		}
-		if held := hold || (holdSidecar && podHasSidecar(&p)); !held && now.Sub(first) >= k.startup {
+		if held := hold || (holdSidecar && sidecar(&p) != nil); !held && now.Sub(first) >= k.startup {
 			due = append(due, p)
 		}
 	}
@@ -237,16 +237,4 @@ func (c *cluster) kickOnChange(ctx context.Context, gvr schema.GroupVersionResou
 		}
 		w.Stop()
 	}
-}
-
-// podHasSidecar is hasSidecar for a typed pod.
-func podHasSidecar(p *corev1.Pod) bool {
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range cs {
-			if c.Name == sidecarName {
-				return true
-			}
-		}
-	}
-	return false
 }

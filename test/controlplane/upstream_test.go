@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -259,10 +260,11 @@ func tlsServes(port int) func(context.Context) (bool, error) {
 
 // loadBalancer stands in for a cloud's load-balancer controller: every
 // LoadBalancer Service in Envoy Gateway's namespace gets an ingress
-// address. Envoy Gateway sets a Gateway's status.addresses only from it,
-// and without an address the Gateway is not Programmed (gateway v1.8.1
-// internal/provider/kubernetes/status_updater.go and internal/gatewayapi/
-// status/gateway.go, updateGatewayProgrammedCondition).
+// address. Envoy Gateway sets a LoadBalancer Service's Gateway's
+// status.addresses from it, and without an address the Gateway is not
+// Programmed (gateway v1.8.1 internal/gatewayapi/status/gateway.go,
+// UpdateGatewayStatusProgrammedCondition and
+// updateGatewayProgrammedCondition, AddressNotAssigned).
 type loadBalancer struct {
 	c    *cluster
 	kick kicker
@@ -291,30 +293,16 @@ func (lb *loadBalancer) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// hasSidecar reports whether a pod spec holds AI Gateway's ext-proc
-// sidecar, as a native sidecar or, on older clusters, a container.
-func hasSidecar(pod *unstructured.Unstructured) bool {
-	for _, f := range []string{"initContainers", "containers"} {
-		cs, _, _ := unstructured.NestedSlice(pod.Object, "spec", f)
-		for _, x := range cs {
-			if m, ok := x.(map[string]any); ok && m["name"] == sidecarName {
-				return true
+// sidecar returns AI Gateway's ext-proc sidecar in a pod's spec, as a
+// native sidecar (an init container) or, on clusters older than 1.33, a
+// container; nil when the pod has none.
+func sidecar(p *corev1.Pod) *corev1.Container {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == sidecarName {
+				return &cs[i]
 			}
 		}
 	}
-	return false
-}
-
-// sidecarImage returns the image of a pod's ext-proc sidecar, or "".
-func sidecarImage(pod *unstructured.Unstructured) string {
-	for _, f := range []string{"initContainers", "containers"} {
-		cs, _, _ := unstructured.NestedSlice(pod.Object, "spec", f)
-		for _, x := range cs {
-			if m, ok := x.(map[string]any); ok && m["name"] == sidecarName {
-				s, _ := m["image"].(string)
-				return s
-			}
-		}
-	}
-	return ""
+	return nil
 }
