@@ -5,6 +5,8 @@
 package v1beta1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -95,7 +97,29 @@ type Input struct {
 	// +kubebuilder:default=cluster.local
 	// +kubebuilder:validation:MaxLength=253
 	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// ProviderSanitizesSecrets says that provider-kubernetes runs with
+	// --sanitize-secrets, so an observe-only Object on a Secret does not
+	// copy the Secret's data into the Object's status. Only then does the
+	// function observe AI Gateway's filter-config Secret, which holds the
+	// backends' API keys, and only with that evidence does it write its own
+	// ext-proc marker on AI Gateway v1.0.0. Leave it false unless the
+	// provider has the flag.
+	// +optional
+	ProviderSanitizesSecrets bool `json:"providerSanitizesSecrets,omitempty"`
+
+	// CircuitBreakerCooldown is how long Crossplane's per-composite circuit
+	// breaker stays open once it trips (Crossplane's
+	// --circuit-breaker-cooldown). Set it when Crossplane runs with another
+	// value than its default.
+	// +optional
+	// +kubebuilder:default="5m"
+	CircuitBreakerCooldown *metav1.Duration `json:"circuitBreakerCooldown,omitempty"`
 }
+
+// DefaultCircuitBreakerCooldown is Crossplane's default
+// --circuit-breaker-cooldown (crossplane v2.2.0 cmd/crossplane/core/core.go).
+const DefaultCircuitBreakerCooldown = 5 * time.Minute
 
 // Header is an HTTP header name and value.
 type Header struct {
@@ -131,6 +155,9 @@ func (in *Input) WithDefaults() *Input {
 	def(&out.ClusterDomain, names.DefaultClusterDomain)
 	if len(out.ExtProcMarkerAnnotations) == 0 {
 		out.ExtProcMarkerAnnotations = []string{MarkerConfigHash, MarkerUUID}
+	}
+	if out.CircuitBreakerCooldown == nil {
+		out.CircuitBreakerCooldown = &metav1.Duration{Duration: DefaultCircuitBreakerCooldown}
 	}
 	if out.AnchorHeader == nil {
 		out.AnchorHeader = &Header{Name: names.DefaultAnchorHeaderName, Value: names.DefaultAnchorHeaderValue}

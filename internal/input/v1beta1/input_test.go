@@ -2,8 +2,10 @@ package v1beta1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestWithDefaults(t *testing.T) {
@@ -16,6 +18,7 @@ func TestWithDefaults(t *testing.T) {
 		ExtProcMarkerAnnotations: []string{MarkerConfigHash, MarkerUUID},
 		AnchorHeader:             &Header{Name: "x-modelplane-gateway-anchor", Value: "true"},
 		ClusterDomain:            "cluster.local",
+		CircuitBreakerCooldown:   &metav1.Duration{Duration: 5 * time.Minute},
 	}
 	cases := map[string]struct {
 		reason string

@@ -5,6 +5,7 @@
 package v1beta1
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -36,6 +37,11 @@ func (in *Input) DeepCopyInto(out *Input) {
 	if in.AnchorHeader != nil {
 		in, out := &in.AnchorHeader, &out.AnchorHeader
 		*out = new(Header)
+		**out = **in
+	}
+	if in.CircuitBreakerCooldown != nil {
+		in, out := &in.CircuitBreakerCooldown, &out.CircuitBreakerCooldown
+		*out = new(v1.Duration)
 		**out = **in
 	}
 }
