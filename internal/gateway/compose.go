@@ -36,7 +36,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
-	ev, err := b.observe(req.Observed, rule, secrets, callers, req.Now)
+	ev, err := b.observe(req.Observed, rule, secrets, callers, recordedMarker(req.Composite), req.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,11 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
 	maps.Copy(res.Requirements, b.callerRequirements())
+	if b.in.ProviderSanitizesSecrets {
+		// Ready once seen, or once it no longer matters: it is evidence
+		// only for the function's own marker.
+		res.Resources[ResourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.filterConfig.seen || c.Status}
+	}
 	b.composeTLS(secrets, req.Observed, res.Resources)
 	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
 	b.impliedCallers(callers, req.Observed, res.Implied)
@@ -106,7 +111,7 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 // status reports the address, the base URLs clients use, and the rollout
 // counters as last observed.
 func (b builder) status(ev *evidence, c callers) *Status {
-	s := &Status{Address: ev.address, Auth: b.authStatus(c)}
+	s := &Status{Address: ev.address, Auth: b.authStatus(c), ExtProcMarker: ev.marker.record}
 	if host := b.spec.Hostname; host != "" || ev.address != "" {
 		if host == "" {
 			host = ev.address

@@ -26,29 +26,37 @@ import (
 // (gateway_mutator.go, mutatePod). Envoy pods first created after the
 // Secret (pod creation delayed, or the Deployment re-created by Envoy
 // Gateway while the Secret stays) have the sidecar, so v1.0.0 never writes
-// a marker, and the readiness rule would wait forever. The Secret cannot be
-// observed (it holds backend API keys, and provider-kubernetes copies an
-// observed object into the Object's status unless --sanitize-secrets is
-// set), and pods have random names.
+// a marker, and the readiness rule would wait forever.
 //
 // So the function writes the marker itself once it has seen, in one
 // reconcile, that
 //   - the Envoy Deployment is observed and every rollout clause holds but
 //     ExtProcMarkerMissing: the current template's pods are all there, and
 //     no marker is;
-//   - the Deployment's Progressing condition says NewReplicaSetAvailable
-//     and was last updated at least markerSettle ago: the Deployment
-//     controller's own record that the rollout completed. While pods roll,
-//     v1.0.0 requeues every 5 s (isRolloutInProgress), so its first look
-//     after the roll ended comes within 5 s, and it then writes its uuid
-//     if any pod lacks the sidecar; markerSettle leaves three times that;
-//   - the anchor AIGatewayRoute is Accepted.
+//   - the Deployment's Progressing condition says NewReplicaSetAvailable:
+//     the Deployment controller's own record that the rollout completed;
+//   - the anchor AIGatewayRoute is Accepted;
+//   - AI Gateway's filter-config Secret exists. The anchor's Accepted is
+//     written by another controller and proves nothing about the Secret:
+//     AI Gateway's gateway controller can fail before it creates it (any
+//     error before reconcileFilterConfigSecret in gateway.go) and then
+//     backs off without writing its uuid, and the webhook admits pods
+//     without the sidecar while the Secret is missing;
+// and has kept seeing it for markerSettle. While pods roll, v1.0.0
+// requeues every 5 s (isRolloutInProgress), so its first look after the
+// roll ended comes within 5 s, and it then writes its uuid if any pod lacks
+// the sidecar; markerSettle leaves three times that.
+//
+// The Secret holds the backends' API keys, and provider-kubernetes copies
+// an observed object into the Object's status unless it runs with
+// --sanitize-secrets; so the function observes it only when the Input says
+// the provider does (providerSanitizesSecrets), and otherwise never writes
+// its marker and says what to do.
 //
 // The new pods of the roll the marker then causes are all created after
-// the anchor was accepted and after AI Gateway had seen the Deployment (and
-// so created the Secret), so the webhook injects the sidecar into each of
-// them, and the template carries positive evidence for the one CEL rule
-// that provider-kubernetes evaluates as well.
+// the anchor was accepted and after the Secret existed, so the webhook
+// injects the sidecar into each of them, and the template carries positive
+// evidence for the one CEL rule that provider-kubernetes evaluates as well.
 //
 // The function sets it through the EnvoyProxy's pod annotations: Envoy
 // Gateway copies them into the Deployment's pod template (gateway v1.8.1
@@ -65,9 +73,16 @@ import (
 // v1.0.0 gateway whose first pods lacked the sidecar gets the uuid marker
 // as before, with no extra roll.
 
-// markerSettle is how long the Deployment must have said
-// NewReplicaSetAvailable before the function writes its marker: three
-// times AI Gateway v1.0.0's 5 s requeue during a rollout.
+// markerSettle is how long the function waits, once it has first seen
+// the Deployment's rollout complete with every other condition for its
+// marker met, before it writes the marker: three times AI Gateway v1.0.0's
+// 5 s requeue during a rollout.
+//
+// It is measured between two of the function's own observations, never by
+// comparing the gateway cluster's timestamps with the function's clock:
+// the first sight is recorded in the composite's status
+// (status.extProcMarker) and carried from reconcile to reconcile, so a
+// clock that runs ahead or behind the cluster's cannot shorten it.
 const markerSettle = 15 * time.Second
 
 // reasonNewReplicaSetAvailable is the Progressing reason the Deployment
@@ -78,10 +93,35 @@ const markerSettle = 15 * time.Second
 // reason stay (util/deployment_util.go).
 const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
 
+// MarkerStatus is the function's record, in the InferenceGateway's status,
+// of the rollout it may write its own ext-proc marker for.
+type MarkerStatus struct {
+	// RolloutCompleted is when the Envoy Deployment's rollout completed, as
+	// the Deployment controller recorded it (its Progressing condition's
+	// lastUpdateTime, on the gateway cluster's clock). It is also the value
+	// of the marker the function writes for that rollout, so that two
+	// reconciles never write two values, each of which would roll Envoy.
+	RolloutCompleted string `json:"rolloutCompleted"`
+	// FirstSeen is when the function first saw that rollout complete with
+	// every other condition for its marker met, on its own clock.
+	FirstSeen string `json:"firstSeen"`
+}
+
+// recordedMarker reads the function's record from the observed composite;
+// an unreadable one reads as none, which only restarts the settle time.
+func recordedMarker(xr map[string]any) *MarkerStatus {
+	m, _, _ := unstructured.NestedStringMap(xr, "status", "extProcMarker")
+	if m["rolloutCompleted"] == "" || m["firstSeen"] == "" {
+		return nil
+	}
+	return &MarkerStatus{RolloutCompleted: m["rolloutCompleted"], FirstSeen: m["firstSeen"]}
+}
+
 // ownMarker is what the function does with its marker in this reconcile.
 type ownMarker struct {
 	// value is the marker to compose on the EnvoyProxy: the one composed
-	// before, or now's when written in this reconcile; empty for none.
+	// before, or the completed rollout's time when written in this
+	// reconcile; empty for none.
 	value string
 	// written: the function decided to write it in this reconcile.
 	written bool
@@ -91,8 +131,18 @@ type ownMarker struct {
 	// since is when the Deployment's rollout completed (the Progressing
 	// condition's lastUpdateTime), when it says so.
 	since time.Time
+	// firstSeen is when the function first saw the rollout complete with
+	// every other condition met.
+	firstSeen time.Time
+	// record goes into the composite's status while the marker is in
+	// sight, so that the next reconcile keeps counting from firstSeen.
+	record *MarkerStatus
 	// blockers say what else the function waits for before it writes it.
 	blockers []string
+	// unverifiable: all else holds, but the function cannot observe AI
+	// Gateway's filter-config Secret (the provider does not sanitize
+	// Secrets), so it never writes its marker.
+	unverifiable bool
 }
 
 // carriedMarker is the function's marker as composed before: on the
@@ -116,9 +166,10 @@ func carriedMarker(obs map[string]remote.Observed) string {
 	return ""
 }
 
-// planMarker decides, from the evidence of this reconcile, whether the
-// function writes its marker now, and otherwise when it would.
-func planMarker(e *evidence, carried string, now time.Time) ownMarker {
+// planMarker decides, from the evidence of this reconcile and the record
+// of earlier ones, whether the function writes its marker now, and
+// otherwise when it would.
+func planMarker(e *evidence, carried string, rec *MarkerStatus, now time.Time) ownMarker {
 	if carried != "" {
 		return ownMarker{value: carried}
 	}
@@ -140,13 +191,33 @@ func planMarker(e *evidence, carried string, now time.Time) ownMarker {
 	if !e.anchorAccepted {
 		m.blockers = append(m.blockers, "the anchor route is accepted")
 	}
-	switch {
-	case len(m.blockers) > 0 || m.since.IsZero():
-	case now.Sub(m.since) >= markerSettle:
-		m.value, m.written = now.UTC().Format(time.RFC3339), true
-	default:
-		m.due = m.since.Add(markerSettle)
+	switch fc := e.filterConfig; {
+	case !fc.observed:
+		m.unverifiable = true
+	case !fc.seen:
+		m.blockers = append(m.blockers, fmt.Sprintf("AI Gateway's filter-config Secret %q exists in %q (without it AI Gateway's webhook admits new Envoy pods without the sidecar)", fc.name, fc.namespace))
 	}
+	if len(m.blockers) > 0 || m.since.IsZero() || m.unverifiable {
+		return m
+	}
+	completed := m.since.Format(time.RFC3339)
+	// A first sight is recorded to the whole second, rounded up, so that
+	// the settle time is never shortened by the record's precision.
+	m.firstSeen = now.UTC().Truncate(time.Second)
+	if m.firstSeen.Before(now) {
+		m.firstSeen = m.firstSeen.Add(time.Second)
+	}
+	if rec != nil && rec.RolloutCompleted == completed {
+		if t, err := time.Parse(time.RFC3339, rec.FirstSeen); err == nil && !t.After(m.firstSeen) {
+			m.firstSeen = t.UTC()
+		}
+	}
+	m.record = &MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
+	if now.Sub(m.firstSeen) >= markerSettle {
+		m.value, m.written = completed, true
+		return m
+	}
+	m.due = m.firstSeen.Add(markerSettle)
 	return m
 }
 
@@ -176,19 +247,26 @@ func (b builder) markerMessage(m ownMarker, markers []string) string {
 	awaited := fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet; AI Gateway v1.1.0 writes its extproc-config-hash within seconds of a route attaching, v1.0.0 its uuid only when it changes the sidecar", strings.Join(markers, ", "))
 	switch {
 	case m.written:
-		return fmt.Sprintf("%s. AI Gateway wrote none for %s after the Deployment's rollout completed (at %s), so the function has set its own marker %s=%s on the EnvoyProxy %q; Envoy Gateway rolls the Envoy pods with it once",
+		return fmt.Sprintf("%s. AI Gateway wrote none in the %s since the function saw the Deployment's rollout complete (at %s) with its filter-config Secret present, so the function has set its own marker %s=%s on the EnvoyProxy %q; Envoy Gateway rolls the Envoy pods with it once",
 			awaited, markerSettle, m.since.Format(time.RFC3339), rollout.VerifiedMarker, m.value, ep)
 	case !m.due.IsZero():
-		return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself at %s, setting its own marker %s on the EnvoyProxy %q (%s after the Deployment's rollout completed at %s)",
+		return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself at %s, setting its own marker %s on the EnvoyProxy %q (%s after it first saw the Deployment's rollout, completed at %s, with AI Gateway's filter-config Secret present)",
 			awaited, m.due.Format(time.RFC3339), rollout.VerifiedMarker, ep, markerSettle, m.since.Format(time.RFC3339))
+	case m.unverifiable && len(m.blockers) == 0:
+		return fmt.Sprintf("%s. On AI Gateway v1.0.0 a gateway whose first Envoy pods already had the sidecar never gets a marker. The function would then write its own (%s), but only on evidence that AI Gateway's filter-config Secret %q exists in %q, without which new pods get no sidecar; that Secret holds the backends' API keys, so the function observes it only when provider-kubernetes runs with --sanitize-secrets. Run the provider with --sanitize-secrets and set the function Input's providerSanitizesSecrets: true, or upgrade AI Gateway to v1.1.0 or later",
+			awaited, rollout.VerifiedMarker, names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName), b.in.EnvoyGatewayNamespace)
+	case m.unverifiable:
+		return fmt.Sprintf("%s. The function does not write its own marker %s: it cannot observe AI Gateway's filter-config Secret unless provider-kubernetes runs with --sanitize-secrets and the function Input sets providerSanitizesSecrets: true",
+			awaited, rollout.VerifiedMarker)
 	}
-	return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself, setting its own marker %s on the EnvoyProxy %q, %s after the Deployment's rollout has completed, once %s",
+	return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself, setting its own marker %s on the EnvoyProxy %q, %s after it has seen the Deployment's rollout complete, once %s",
 		awaited, rollout.VerifiedMarker, ep, markerSettle, strings.Join(m.blockers, " and "))
 }
 
 // markerNotice is the Normal result of the reconcile that writes the
 // function's marker: which Deployment, and why.
 func (b builder) markerNotice(m ownMarker) string {
-	return fmt.Sprintf("the function set its own ext-proc marker %s=%s on the EnvoyProxy %q, which rolls the Envoy Deployment %q once: the Deployment completed its rollout at %s with the anchor AIGatewayRoute %q accepted, and AI Gateway wrote no ext-proc marker on its pod template in the %s since (v1.0.0 writes one only when the pods' sidecar state disagrees with its routes). The new pods are created after AI Gateway accepted the anchor and saw the Deployment, so its webhook gives each of them the sidecar",
-		rollout.VerifiedMarker, m.value, b.in.GatewayName, names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), m.since.Format(time.RFC3339), names.AnchorRoute(b.in.GatewayName), markerSettle)
+	return fmt.Sprintf("the function set its own ext-proc marker %s=%s on the EnvoyProxy %q, which rolls the Envoy Deployment %q once: the Deployment completed its rollout at %s with the anchor AIGatewayRoute %q accepted and AI Gateway's filter-config Secret %q present, and AI Gateway wrote no ext-proc marker on its pod template in the %s since the function first saw that (v1.0.0 writes one only when the pods' sidecar state disagrees with its routes). The new pods are created after AI Gateway accepted the anchor and created its filter-config Secret, so its webhook gives each of them the sidecar",
+		rollout.VerifiedMarker, m.value, b.in.GatewayName, names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), m.since.Format(time.RFC3339), names.AnchorRoute(b.in.GatewayName),
+		names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName), markerSettle)
 }

@@ -81,9 +81,21 @@ type evidence struct {
 	authWarnings []string
 	deployment   *appsv1.Deployment
 	rollout      rollout.Verdict
+	// filterConfig is what the function saw of AI Gateway's filter-config
+	// Secret.
+	filterConfig filterConfigEvidence
 	// marker is what the function does with its own ext-proc marker.
 	marker   ownMarker
 	problems compose.Problems
+}
+
+// filterConfigEvidence is what the function knows of AI Gateway's
+// filter-config Secret, the evidence for its own ext-proc marker.
+type filterConfigEvidence struct {
+	name, namespace string
+	// observed: the function observes the Secret (the Input says the
+	// provider sanitizes Secrets); seen: the Secret exists.
+	observed, seen bool
 }
 
 // observe reads the evidence for GatewayReady from the observed Objects,
@@ -92,16 +104,33 @@ type evidence struct {
 // manifest and Ready condition after the remote object is gone.
 //
 // It also decides on the function's own ext-proc marker (marker.go), whose
-// value composed before is carried, and which is written at now.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers, now time.Time) (*evidence, error) {
+// value composed before is carried, and whose settle time counts from the
+// first sight recorded in rec.
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers, rec *MarkerStatus, now time.Time) (*evidence, error) {
 	e := &evidence{}
+	b.observeFilterConfig(e, obs)
 	b.observeTLS(e, secrets)
 	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy, b.observeCallerAuth(c)} {
 		if err := check(e, obs); err != nil {
 			return nil, err
 		}
 	}
-	return e, b.observeDeployment(e, obs, rule, now)
+	return e, b.observeDeployment(e, obs, rule, rec, now)
+}
+
+// observeFilterConfig reads whether AI Gateway's filter-config Secret
+// exists. An observe-only Object whose remote object does not exist is not
+// Synced (crossplane-runtime v2.4.0 pkg/reconciler/managed/reconciler.go
+// refuses to observe-only a resource that does not exist), so only a live
+// Object counts.
+func (b builder) observeFilterConfig(e *evidence, obs map[string]remote.Observed) {
+	e.filterConfig = filterConfigEvidence{
+		name:      names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName),
+		namespace: b.in.EnvoyGatewayNamespace,
+		observed:  b.in.ProviderSanitizesSecrets,
+	}
+	o, ok := obs[ResourceFilterConfigSecret]
+	e.filterConfig.seen = e.filterConfig.observed && ok && o.Live()
 }
 
 // observeGateway requires an address on the Gateway.
@@ -175,12 +204,12 @@ func (b builder) policyAccepted(e *evidence, obs map[string]remote.Observed, res
 // observeDeployment evaluates the rollout rule on the live Envoy
 // Deployment, and plans the function's own marker on what it shows. It
 // runs after observeAnchor, whose verdict the plan needs.
-func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule, now time.Time) error {
+func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule, rec *MarkerStatus, now time.Time) error {
 	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
 	dep, ok := obs[ResourceEnvoyDeployment]
 	carried := carriedMarker(obs)
 	if !ok || !dep.Live() {
-		e.marker = planMarker(e, carried, now)
+		e.marker = planMarker(e, carried, rec, now)
 		e.problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, b.in.EnvoyGatewayNamespace, syncNote(dep, ok)))
 		return nil
 	}
@@ -195,7 +224,7 @@ func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, 
 		return err
 	}
 	e.rollout = v
-	e.marker = planMarker(e, carried, now)
+	e.marker = planMarker(e, carried, rec, now)
 	for _, c := range v.Failed {
 		msg := rolloutMessage(c, d)
 		if c == rollout.ExtProcMarkerMissing {

@@ -35,6 +35,11 @@ const (
 	// ResourceRedirectRoute is composed only with TLS.
 	ResourceRedirectRoute = "https-redirect-route"
 
+	// ResourceFilterConfigSecret observes AI Gateway's filter-config
+	// Secret; composed only when the Input says the provider sanitizes
+	// Secrets (marker.go).
+	ResourceFilterConfigSecret = "filter-config-secret"
+
 	// ResourceTLSSecretPrefix, followed by the Secret's name, is a TLS
 	// Secret copied from the control plane; composed only with TLS.
 	ResourceTLSSecretPrefix = "tls-secret-"
@@ -302,6 +307,29 @@ func (b builder) envoyDeployment(celQuery string) *remote.Object {
 			Namespace: b.in.EnvoyGatewayNamespace,
 		},
 	}, remote.ObserveOnly(), remote.Watch(), remote.ReadyWhen(celQuery))
+}
+
+// filterConfigSecret observes AI Gateway's filter-config Secret, the
+// evidence the function needs before it writes its own ext-proc marker
+// (marker.go). Observe only: the Secret is AI Gateway's, and deleting the
+// Object must never delete it (crossplane-runtime v2.4.0
+// pkg/reconciler/managed/policies.go, ShouldDelete). Not watched: a watch
+// would need list and watch on every Secret of the gateway cluster
+// (provider-kubernetes v1.3.1 informers.go starts a cluster-wide informer
+// per kind), and only the Secret's first appearance matters, which the
+// provider sees on its retry of the failing observation. The Secret holds
+// the backends' API keys, so this is composed only when the provider runs
+// with --sanitize-secrets, which keeps a Secret's data out of the Object's
+// status (object.go, setAtProvider).
+func (b builder) filterConfigSecret() *remote.Object {
+	return b.wrap(&remote.Manifest[struct{}]{
+		APIVersion: "v1",
+		Kind:       "Secret",
+		Metadata: remote.Meta{
+			Name:      names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName),
+			Namespace: b.in.EnvoyGatewayNamespace,
+		},
+	}, remote.ObserveOnly())
 }
 
 // Keys of the gateway-status ConfigMap.

@@ -192,6 +192,9 @@ type Status struct {
 	Rollout   *Rollout   `json:"rollout,omitempty"`
 	// Auth says whether callers must authenticate, and with what.
 	Auth *AuthStatus `json:"auth,omitempty"`
+	// ExtProcMarker records the rollout the function may write its own
+	// ext-proc marker for, while it waits to (marker.go).
+	ExtProcMarker *MarkerStatus `json:"extProcMarker,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.

@@ -137,6 +137,14 @@ func EnvoyDeployment(gatewayNamespace, gatewayName string) string {
 	return envoyPrefix + "-" + gatewayNamespace + "-" + gatewayName
 }
 
+// FilterConfigSecret is the name of AI Gateway's filter-config Secret for
+// a Gateway, in the namespace of the Envoy pods (ai-gateway v1.0.0
+// internal/controller/ai_gateway_route.go, FilterConfigSecretPerGatewayName;
+// gateway_mutator.go reads it in the pod's namespace).
+func FilterConfigSecret(gatewayNamespace, gatewayName string) string {
+	return gatewayName + "-" + gatewayNamespace
+}
+
 // AnchorRoute is the name of the backend-free anchor AIGatewayRoute.
 func AnchorRoute(gatewayName string) string {
 	return Child(gatewayName, AnchorRouteSuffix)

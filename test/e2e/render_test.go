@@ -6,13 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 	"github.com/modelplaneai/function-inference-gateway/test/e2e/harness"
 )
 
@@ -23,28 +21,6 @@ const (
 	malformedDir = "malformed"
 	updateHint   = "if the change is intended, run: go test ./test/e2e -run TestRender -update"
 )
-
-// renderTimePlaceholder stands in the golden files for the time at which
-// the rendering function decided to write its own ext-proc marker.
-const renderTimePlaceholder = "<render time>"
-
-// verifiedMarkerValue finds the value of the function's own ext-proc
-// marker in the render output: the annotation (key: "value") or a message
-// (key=value).
-var verifiedMarkerValue = regexp.MustCompile(regexp.QuoteMeta(rollout.VerifiedMarker) + `(?:: "?|=)([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)`)
-
-// withoutRenderTime replaces the value of the function's own ext-proc
-// marker, which is the clock of the function that rendered it (crossplane
-// render cannot set it), everywhere in out, so the golden file does not
-// change with the clock. (A marker carried from a scenario's files would
-// be replaced too; no scenario carries one.)
-func withoutRenderTime(out []byte) []byte {
-	m := verifiedMarkerValue.FindSubmatch(out)
-	if m == nil {
-		return out
-	}
-	return bytes.ReplaceAll(out, m[1], []byte(renderTimePlaceholder))
-}
 
 func goldenPath(s harness.Scenario) string {
 	return filepath.Join(goldenDir, s.Composite, s.Name+".yaml")
@@ -63,7 +39,7 @@ func TestRender(t *testing.T) {
 				t.Fatalf("crossplane render printed nothing for %s", s.ID())
 			}
 			golden := goldenPath(s)
-			got := withoutRenderTime(out.Stdout)
+			got := out.Stdout
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
 					t.Fatal(err)
