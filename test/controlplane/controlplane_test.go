@@ -345,6 +345,11 @@ func (sc *scenarios) agree(t *testing.T) string {
 // the scenario forces this order: the API server refuses the Secret until
 // the first pods exist (holdFilterConfigSecret). Scenario 4b shows the
 // other order.
+//
+// It holds the Secret past the first pods' rollout and the function's
+// marker settle time, as when AI Gateway's gateway controller fails
+// before it creates the Secret: the function must not write its own
+// ext-proc marker then (secretHeldPastSettle).
 func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	c, w, s := sc.c, sc.w, sc.s
 	s.kubelet.setHoldSidecar(true)
@@ -371,6 +376,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 		}
 		return ""
 	})
+	sc.secretHeldPastSettle(t)
 	release()
 
 	// Scenario 1: the gateway comes up, and its Deployment rolls the

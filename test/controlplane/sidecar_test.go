@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 )
 
 // The seed's invariant, the property the whole product exists for: at
@@ -426,7 +428,7 @@ func (sc *scenarios) holdFilterConfigSecret(t *testing.T) (release func()) {
 			}}},
 			"validations": []any{map[string]any{
 				"expression": fmt.Sprintf("object.metadata.name != %q", filterConfigSecret),
-				"message":    "held by the control-plane suite until the first Envoy pods exist",
+				"message":    "held by the control-plane suite",
 			}},
 		},
 	}})
@@ -463,5 +465,60 @@ func (sc *scenarios) holdFilterConfigSecret(t *testing.T) (release func()) {
 				t.Errorf("cannot delete %s %s: %v", r.gvr.Resource, r.name, err)
 			}
 		}
+	}
+}
+
+// heldPastSettle is how long scenario 1 keeps the filter-config Secret
+// held after the first Envoy pods' rollout completed: past the function's
+// 15 s marker settle time (internal/gateway marker.go), with a margin for
+// the reconciles that would have written it.
+const heldPastSettle = 30 * time.Second
+
+// secretHeldPastSettle waits, with AI Gateway's filter-config Secret held,
+// for the first Envoy pods' rollout to complete (Progressing
+// NewReplicaSetAvailable: the pods have no sidecar, and the kubelet
+// stand-in starts them), then watches for heldPastSettle: the anchor is
+// accepted and the rollout is done, which is all the function's own
+// ext-proc marker once needed, but the Secret is missing, so new pods
+// would get no sidecar either. The function must not write its marker,
+// and GatewayReady must stay False all that time.
+func (sc *scenarios) secretHeldPastSettle(t *testing.T) {
+	t.Helper()
+	sc.eventually(t, waitSettle, "the first Envoy pods' rollout to complete", func(ctx context.Context) string {
+		d := sc.envoyDeployment(ctx)
+		if d == nil {
+			return "no Envoy Deployment yet"
+		}
+		conds, _, _ := unstructured.NestedSlice(d.Object, "status", "conditions")
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			if cm["type"] == "Progressing" && cm["reason"] == "NewReplicaSetAvailable" {
+				return ""
+			}
+		}
+		return "the Deployment's Progressing condition does not say NewReplicaSetAvailable yet"
+	})
+	completed := time.Now()
+	checks := 0
+	for time.Since(completed) < heldPastSettle {
+		if n := markerWrites(sc.w.markerChanges(), ownMarker); n > 0 {
+			t.Fatalf("the function wrote its own ext-proc marker while AI Gateway's filter-config Secret was missing: the new pods would have no sidecar either")
+		}
+		if st := conditionStatus(sc.gatewayXR(sc.ctx), gateway.ConditionType); st == "True" {
+			t.Fatalf("GatewayReady=True while AI Gateway's filter-config Secret was missing and no Envoy pod had the sidecar")
+		}
+		checks++
+		select {
+		case <-sc.ctx.Done():
+			t.Fatalf("cannot hold the filter-config Secret: %v", sc.ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	xr := sc.gatewayXR(sc.ctx)
+	msg, _ := condition(xr, gateway.ConditionType)["message"].(string)
+	t.Logf("filter-config Secret held %s past the rollout's completion (%d checks): GatewayReady=%s (%s): %s", heldPastSettle, checks,
+		conditionStatus(xr, gateway.ConditionType), conditionReason(xr, gateway.ConditionType), msg)
+	if !strings.Contains(msg, filterConfigSecret) {
+		t.Errorf("GatewayReady's message does not name the missing filter-config Secret %q: %s", filterConfigSecret, msg)
 	}
 }
