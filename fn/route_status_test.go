@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
@@ -73,20 +74,20 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			ttl:     NotReadyTTL,
 		},
 		"ConfigMapAhead": {
-			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: not ready until both agree, and look again soon.",
+			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: GatewayStatusStale until both agree, and look again in a second, since no event will announce the status.",
 			gateway:  gwRolling,
 			observed: with(statusObject("True", "Serving", true)),
-			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
 			message:  "(OldReplicasPresent)",
-			ttl:      route.DisagreeRequeue,
+			ttl:      compose.FastRequeue,
 		},
 		"ConfigMapBehind": {
-			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late.",
+			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late; GatewayStatusStale names the two.",
 			gateway:  gwReady,
 			observed: with(statusObject("False", "OldReplicasPresent", true)),
-			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
-			message:  "gateway-status ConfigMap on the gateway cluster says OldReplicasPresent",
-			ttl:      route.DisagreeRequeue,
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
+			message:  "gateway-status ConfigMap on the gateway cluster says gatewayReady=False (OldReplicasPresent)",
+			ttl:      compose.FastRequeue,
 		},
 		"NotPublished": {
 			reason:   "No ConfigMap observed (a gateway composed by an older version): the InferenceGateway's condition decides, and the ModelRoute looks again soon.",
@@ -163,7 +164,7 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 		if open {
 			responsive = obj{"type": "Responsive", "status": "False", "reason": "WatchCircuitOpen", "lastTransitionTime": now.Add(-time.Minute).Format(time.RFC3339)}
 		}
-		r["status"] = obj{"conditions": []any{responsive,
+		r["status"] = obj{"notReadySince": now.Add(-falseSince).Format(time.RFC3339), "conditions": []any{responsive,
 			obj{"type": "RoutingReady", "status": "False", "reason": "WaitingForGateway", "lastTransitionTime": now.Add(-falseSince).Format(time.RFC3339)}}}
 		return r
 	}
@@ -198,6 +199,78 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, rsp.GetMeta().GetTtl().AsDuration()); diff != "" {
 				t.Errorf("%s\nTTL: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestReadyAgreesWithRoutingReady checks that the ModelRoute's Ready, as
+// Crossplane derives it, agrees with RoutingReady when the gateway-status
+// ConfigMap has never been found: after an upgrade from a version that
+// did not publish it, until the gateway's next reconcile does. Crossplane
+// takes an XR's readiness from the function when it sets it, and
+// otherwise from every composed resource's
+// (internal/controller/apiextensions/composite/reconciler.go, Reconcile).
+func TestReadyAgreesWithRoutingReady(t *testing.T) {
+	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
+	// notFound is the gateway-status Object once provider-kubernetes has
+	// looked for the ConfigMap and not found it: not Synced, no manifest.
+	notFound := object("gateway-status", nil, false, false)
+	notFound["status"] = obj{"conditions": []any{cond("Synced", false, "ReconcileError", "cannot observe external resource: external resource does not exist")}}
+	with := func(status obj) map[string]obj {
+		o := observedRoute(true)
+		if status == nil {
+			delete(o, "gateway-status")
+		} else {
+			o["gateway-status"] = status
+		}
+		return o
+	}
+	cases := map[string]struct {
+		reason   string
+		gateway  []obj
+		observed map[string]obj
+		want     bool
+	}{
+		"NotFoundGatewayReady": {
+			reason:   "The ConfigMap does not exist yet and the InferenceGateway is GatewayReady: RoutingReady follows the InferenceGateway, and Ready with it.",
+			gateway:  gwReady,
+			observed: with(notFound),
+			want:     true,
+		},
+		"NotComposedGatewayReady": {
+			reason:   "The ModelRoute was composed by a version without the gateway-status Object, which does not exist yet: the same.",
+			gateway:  gwReady,
+			observed: with(nil),
+			want:     true,
+		},
+		"NotFoundGatewayRolling": {
+			reason:   "The ConfigMap does not exist yet and the gateway rolls out: both False.",
+			gateway:  gwRolling,
+			observed: with(notFound),
+			want:     false,
+		},
+		"FoundGatewayReady": {
+			reason:   "The ConfigMap is published and agrees: both True.",
+			gateway:  gwReady,
+			observed: with(statusObject("True", "Serving", true)),
+			want:     true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, routeXR(ab...), tc.observed, map[string][]obj{"gateway": tc.gateway, "secret-key-a": keyA}))
+			routing := condition(rsp, "RoutingReady").GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE
+			s := summarize(rsp)
+			ready := s.XRReady == fnv1.Ready_READY_TRUE.String()
+			if s.XRReady == fnv1.Ready_READY_UNSPECIFIED.String() {
+				ready = true
+				for _, r := range s.Resources {
+					ready = ready && r == fnv1.Ready_READY_TRUE.String()
+				}
+			}
+			if diff := cmp.Diff(map[string]bool{"Ready": tc.want, "RoutingReady": tc.want}, map[string]bool{"Ready": ready, "RoutingReady": routing}); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s\nresources: %v", tc.reason, diff, s.Resources)
 			}
 		})
 	}

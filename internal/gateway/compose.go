@@ -41,16 +41,18 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
+	st := b.status(ev, callers)
+	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule),
 		Implied:      spec.Implied(),
-		Status:       b.status(ev, callers),
+		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
 		Warnings:     ev.authWarnings,
 		Requirements: b.tlsRequirements(),
-		RequeueAfter: requeueAfter(req.Composite, c, req.Now, ev.marker.due),
+		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
 	}
 	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
 	maps.Copy(res.Requirements, b.callerRequirements())
@@ -134,8 +136,18 @@ func (b builder) status(ev *evidence, c callers) *Status {
 	return s
 }
 
+// VerdictNotReported is the reason ReadVerdict gives an InferenceGateway
+// without a GatewayReady condition.
+const VerdictNotReported = "NotReported"
+
 // ReadVerdict reads the GatewayReady condition of an observed
 // InferenceGateway, as a ModelRoute sees it through a required resource.
+// A missing condition, or an Unknown one, is not Reported: Crossplane sets
+// a function's condition Unknown, reason FatalError, when the pipeline
+// returned a Fatal result or could not be run (crossplane v2.2.0
+// internal/controller/apiextensions/composite/reconciler.go, Reconcile),
+// and then applies nothing, so the gateway's other evidence is as old as
+// its last successful reconcile.
 func ReadVerdict(xr map[string]any) (Verdict, error) {
 	st := struct {
 		Conditions []metav1.Condition `json:"conditions"`
@@ -145,7 +157,8 @@ func ReadVerdict(xr map[string]any) (Verdict, error) {
 	}
 	c := meta.FindStatusCondition(st.Conditions, ConditionType)
 	if c == nil {
-		return Verdict{Reason: "NotReported", Message: "the gateway has not reported " + ConditionType + " yet"}, nil
+		return Verdict{Reason: VerdictNotReported, Message: "the gateway has not reported " + ConditionType + " yet"}, nil
 	}
-	return Verdict{Ready: upstream.IsTrue(c), Reason: c.Reason, Message: c.Message}, nil
+	reported := c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse
+	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message}, nil
 }

@@ -17,6 +17,7 @@ import (
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -192,6 +193,10 @@ type Status struct {
 	Rollout   *Rollout   `json:"rollout,omitempty"`
 	// Auth says whether callers must authenticate, and with what.
 	Auth *AuthStatus `json:"auth,omitempty"`
+	// NotReadySince is when GatewayReady last turned from True (or
+	// nothing) to False; absent while it is True. The back-off of the
+	// gateway's requeue runs from it (compose.NotReadySince).
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
