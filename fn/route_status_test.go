@@ -127,24 +127,73 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 
 // TestGatewayPublishesItsStatus checks the ConfigMap the InferenceGateway
 // publishes: GatewayReady's status and reason, and nothing that changes
-// more often (the message carries rollout counters).
+// more often (the message carries rollout counters); and, from the first
+// reconcile that reports GatewayReady after one that could not, when that
+// was, so that the ConfigMap changes and wakes the ModelRoutes.
 func TestGatewayPublishesItsStatus(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rolled, rolling := deploymentManifest(2, 2, true, 2, 2, 2), deploymentManifest(3, 3, true, 3, 1, 2)
+	reporting := gatewayTrueSince(now.Add(-time.Hour))
+	failed := gatewayWithCondition(now.Add(-time.Hour), "Unknown", "FatalError")
+	// published is the observed gateway-status Object as the gateway
+	// composed it before, with reportingSince at.
+	published := func(dep obj, at string) map[string]obj {
+		o := observedGateway("203.0.113.10", true, dep, true)
+		o["gateway-status"] = object("gateway-status", obj{"apiVersion": "v1", "kind": "ConfigMap"}, true, true)
+		o["gateway-status"]["spec"].(obj)["forProvider"] = obj{"manifest": obj{"apiVersion": "v1", "kind": "ConfigMap", "data": obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": at}}}
+		return o
+	}
 	cases := map[string]struct {
-		dep  obj
-		want obj
+		reason   string
+		xr       obj
+		observed map[string]obj
+		want     obj
 	}{
-		"Ready":   {deploymentManifest(2, 2, true, 2, 2, 2), obj{"gatewayReady": "True", "reason": "Serving"}},
-		"Rolling": {deploymentManifest(3, 3, true, 3, 1, 2), obj{"gatewayReady": "False", "reason": "OldReplicasPresent"}},
+		"Ready": {
+			reason:   "GatewayReady True: its status and reason.",
+			xr:       reporting,
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			want:     obj{"gatewayReady": "True", "reason": "Serving"},
+		},
+		"Rolling": {
+			reason:   "GatewayReady False: its status and reason, not the counters.",
+			xr:       reporting,
+			observed: observedGateway("203.0.113.10", true, rolling, true),
+			want:     obj{"gatewayReady": "False", "reason": "OldReplicasPresent"},
+		},
+		"FirstReconcile": {
+			reason:   "No GatewayReady yet: the gateway reports from now.",
+			xr:       gatewayXR(nil),
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+		},
+		"ReportsAgain": {
+			reason:   "The last reconcile failed (GatewayReady Unknown, FatalError) while the ConfigMap said True: the ConfigMap changes though the verdict does not.",
+			xr:       failed,
+			observed: published(rolled, "2026-11-30T08:00:00Z"),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+		},
+		"Carried": {
+			reason:   "Reporting, as before: the time published before is carried, so the ConfigMap does not change.",
+			xr:       reporting,
+			observed: published(rolled, "2026-11-30T08:00:00Z"),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-11-30T08:00:00Z"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp := run(t, newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, tc.dep, true), nil))
+			f := New(logging.NewNopLogger())
+			f.now = func() time.Time { return now }
+			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, tc.observed, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
 			m := manifest(rsp, "gateway-status")
 			if diff := cmp.Diff(tc.want, m["data"]); diff != "" {
-				t.Errorf("gateway-status data: -want, +got:\n%s", diff)
+				t.Errorf("%s\ngateway-status data: -want, +got:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(obj{"name": "inference-gateway-status", "namespace": "modelplane-system"}, m["metadata"]); diff != "" {
-				t.Errorf("gateway-status metadata: -want, +got:\n%s", diff)
+				t.Errorf("%s\ngateway-status metadata: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -221,6 +221,13 @@ func TestNotReadySpell(t *testing.T) {
 	}
 	cmTrue := statusObject("True", "Serving", true)
 	cmFalse := statusObject("False", "OldReplicasPresent", true)
+	// cmReportingSince is the ConfigMap of a gateway that reports again
+	// since at.
+	cmReportingSince := func(at time.Duration) obj {
+		o := statusObject("True", "Serving", true)
+		o["status"].(obj)["atProvider"].(obj)["manifest"].(obj)["data"].(obj)["reportingSince"] = t0.Add(at).Format(time.RFC3339)
+		return o
+	}
 
 	type step struct {
 		at       time.Duration
@@ -250,14 +257,15 @@ func TestNotReadySpell(t *testing.T) {
 			},
 		},
 		"RouteGatewayNotReporting": {
-			reason: "The gateway's GatewayReady is Unknown after a Fatal result while its ConfigMap still says True: GatewayNotReporting, fast for FastFor whatever the message says, then every 10 s; RoutingReady follows the gateway's recovery at the next reconcile.",
+			reason: "The gateway's GatewayReady is Unknown after a Fatal result while its ConfigMap still says True: GatewayNotReporting, fast for FastFor whatever the message says, then every 10 s. The gateway's first good reconcile writes reportingSince into the ConfigMap, whose event wakes the route: if the gateway's status has not landed yet, look again in a second; then RoutingReady follows.",
 			xr:     routeXR(ab...),
 			steps: []step{
 				{at: 0, observed: routeSees(cmTrue), required: fatal(1), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
 				{at: time.Minute, observed: routeSees(cmTrue), required: fatal(2), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
 				{at: 2 * time.Minute, observed: routeSees(cmTrue), required: fatal(3), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: route.StuckGatewayRequeue, since: 0},
 				{at: 20 * time.Minute, observed: routeSees(cmTrue), required: fatal(4), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: route.StuckGatewayRequeue, since: 0},
-				{at: 20*time.Minute + 5*time.Second, observed: routeSees(cmTrue), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: response.DefaultTTL, since: -1},
+				{at: 20*time.Minute + 3*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: fatal(4), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
+				{at: 20*time.Minute + 4*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: response.DefaultTTL, since: -1},
 			},
 		},
 		"RouteGatewayLostCluster": {

@@ -45,7 +45,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 
 	res := &compose.Result{
-		Resources:    b.resources(req.Observed, ev, c, rule),
+		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
 		Implied:      spec.Implied(),
 		Status:       st,
 		Conditions:   []compose.Condition{c},
@@ -70,7 +70,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 // resources are the Objects every InferenceGateway composes. Each is ready
 // only on evidence the function read itself.
-func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule) map[string]compose.Desired {
+func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule, reporting string) map[string]compose.Desired {
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
 		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
@@ -80,7 +80,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 		ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
-		ResourceGatewayStatus:   {Object: b.gatewayStatus(c), Ready: ready(ResourceGatewayStatus)},
+		ResourceGatewayStatus:   {Object: b.gatewayStatus(c, reporting), Ready: ready(ResourceGatewayStatus)},
 
 		ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
 		ResourceHealthFilter:       {Object: b.healthFilter(), Ready: ready(ResourceHealthFilter)},

@@ -206,6 +206,9 @@ type gatewayView struct {
 	// watched: the gateway-status ConfigMap is observed with the gateway's
 	// verdict, and its changes wake the ModelRoute.
 	watched bool
+	// resumed is when the ConfigMap says the gateway began to report
+	// again after a reconcile that could not, if it says so.
+	resumed time.Time
 }
 
 // Requeue intervals of a ModelRoute that waits for its gateway
@@ -250,10 +253,15 @@ const (
 //     A recovery still reaches the ModelRoute within a watch event when the
 //     Object catches up (Crossplane watches it), or, when the Object
 //     already showed True, within StuckGatewayRequeue.
-//   - GatewayNotReporting: nothing was applied for the gateway, so no
-//     ConfigMap event announces its recovery; compose.FastRequeue for
-//     compose.FastFor, then StuckGatewayRequeue, which bounds how late a
-//     recovery after that is seen.
+//   - GatewayNotReporting: nothing was applied for the gateway while it
+//     failed, and its status and reason in the ConfigMap are often what
+//     they were before, so the gateway's first reconcile that reports again
+//     writes when it did into the ConfigMap
+//     (gateway.StatusKeyReportingSince), whose event wakes the ModelRoute.
+//     compose.FastRequeue for compose.FastFor, then StuckGatewayRequeue;
+//     and compose.FastRequeue again, for compose.FastFor from that time,
+//     once the ConfigMap says the gateway reports again since this spell
+//     began, since its event may come before the InferenceGateway's status.
 //   - GatewayLostCluster: the other InferenceGateway must go, or this one
 //     move, both a person's acts; the winner's deletion removes its
 //     ConfigMap and this gateway's first reconcile on the cluster composes
@@ -277,6 +285,10 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, sinc
 		return 0
 	case p.Only(ReasonGatewayLostCluster):
 		return StuckGatewayRequeue
+	case p.Only(ReasonGatewayNotReporting) && since != nil && !gw.resumed.Before(since.Time) && req.Now.Sub(gw.resumed) < compose.FastFor:
+		// The ConfigMap says the gateway reports again, and woke this
+		// ModelRoute; its condition follows in a moment.
+		return compose.FastRequeue
 	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
 		return fastThenStuck()
 	case since != nil && compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration):
@@ -308,6 +320,11 @@ func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name stri
 	if fromXR.Message != "" {
 		quoted += `: "` + fromXR.Message + `"`
 	}
+	o, ok := obs[ResourceGatewayStatus]
+	data, _, _ := unstructured.NestedStringMap(o.Manifest(), "data")
+	if ok && o.Live() {
+		v.resumed, _ = time.Parse(time.RFC3339, data[gateway.StatusKeyReportingSince])
+	}
 	switch {
 	case !fromXR.Reported && fromXR.Reason == gateway.VerdictNotReported:
 		v.reason = ReasonGatewayNotReporting
@@ -322,8 +339,6 @@ func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name stri
 		v.why = fmt.Sprintf("the InferenceGateway %q composes nothing on its cluster, which another InferenceGateway serves (%s)", name, quoted)
 		return
 	}
-	o, ok := obs[ResourceGatewayStatus]
-	data, _, _ := unstructured.NestedStringMap(o.Manifest(), "data")
 	ready, reason := data[gateway.StatusKeyReady], data[gateway.StatusKeyReason]
 	v.watched = ok && o.Live() && ready != "" && reason != ""
 	switch {

@@ -33,15 +33,16 @@ const renderTimePlaceholder = "<render time>"
 // (key=value).
 var verifiedMarkerValue = regexp.MustCompile(regexp.QuoteMeta(rollout.VerifiedMarker) + `(?:: "?|=)([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)`)
 
-// notReadySinceValue finds the start of the composite's not-ready spell
-// in the render output (status.notReadySince).
-var notReadySinceValue = regexp.MustCompile(`(?m)^(  notReadySince: )"?[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"?$`)
+// notReadySinceValue finds, in the render output, the start of the
+// composite's not-ready spell (status.notReadySince) and when the gateway
+// began to report (the gateway-status ConfigMap's reportingSince).
+var notReadySinceValue = regexp.MustCompile(`(?m)^(\s+(?:notReadySince|reportingSince): )"?[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"?$`)
 
 // withoutRenderTime replaces the value of the function's own ext-proc
 // marker, which is the clock of the function that rendered it (crossplane
-// render cannot set it), everywhere in out, and the composite's
-// status.notReadySince, which a scenario's composite without one gets at
-// the same clock, so the golden file does not change with the clock. (A
+// render cannot set it), everywhere in out, and the times that
+// notReadySinceValue finds, which a scenario without them gets at the same
+// clock, so the golden file does not change with the clock. (A
 // marker carried from a scenario's files would be replaced too; no
 // scenario carries one.)
 func withoutRenderTime(out []byte) []byte {
