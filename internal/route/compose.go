@@ -247,9 +247,10 @@ const (
 //     ModelRoute, and only the TTL brings the status that follows, so the
 //     first compose.FastFor of the disagreement looks again every
 //     compose.FastRequeue: a recovery is followed within 2 s. Without
-//     --enable-watches (provider-kubernetes up to v1.3 by default;
-//     v1.3.1 cmd/provider/main.go) the ConfigMap's Object refreshes only at
-//     the provider's --poll, ten minutes by default: then StuckGatewayRequeue.
+//     --enable-watches (off by default up to provider-kubernetes v1.3:
+//     v1.3.1 cmd/provider/main.go, enable-watches and poll) the
+//     ConfigMap's Object refreshes only at the provider's --poll, ten
+//     minutes by default: then StuckGatewayRequeue.
 //     A recovery still reaches the ModelRoute within a watch event when the
 //     Object catches up (Crossplane watches it), or, when the Object
 //     already showed True, within StuckGatewayRequeue.
