@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
@@ -73,20 +74,20 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			ttl:     NotReadyTTL,
 		},
 		"ConfigMapAhead": {
-			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: not ready until both agree, and look again soon.",
+			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: GatewayStatusStale until both agree, and look again in a second, since no event will announce the status.",
 			gateway:  gwRolling,
 			observed: with(statusObject("True", "Serving", true)),
-			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
 			message:  "(OldReplicasPresent)",
-			ttl:      route.DisagreeRequeue,
+			ttl:      compose.FastRequeue,
 		},
 		"ConfigMapBehind": {
-			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late.",
+			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late; GatewayStatusStale names the two.",
 			gateway:  gwReady,
 			observed: with(statusObject("False", "OldReplicasPresent", true)),
-			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
-			message:  "gateway-status ConfigMap on the gateway cluster says OldReplicasPresent",
-			ttl:      route.DisagreeRequeue,
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
+			message:  "gateway-status ConfigMap on the gateway cluster says gatewayReady=False (OldReplicasPresent)",
+			ttl:      compose.FastRequeue,
 		},
 		"NotPublished": {
 			reason:   "No ConfigMap observed (a gateway composed by an older version): the InferenceGateway's condition decides, and the ModelRoute looks again soon.",
@@ -126,24 +127,73 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 
 // TestGatewayPublishesItsStatus checks the ConfigMap the InferenceGateway
 // publishes: GatewayReady's status and reason, and nothing that changes
-// more often (the message carries rollout counters).
+// more often (the message carries rollout counters); and, from the first
+// reconcile that reports GatewayReady after one that could not, when that
+// was, so that the ConfigMap changes and wakes the ModelRoutes.
 func TestGatewayPublishesItsStatus(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rolled, rolling := deploymentManifest(2, 2, true, 2, 2, 2), deploymentManifest(3, 3, true, 3, 1, 2)
+	reporting := gatewayTrueSince(now.Add(-time.Hour))
+	failed := gatewayWithCondition(now.Add(-time.Hour), "Unknown", "FatalError")
+	// published is the observed gateway-status Object as the gateway
+	// composed it before, with reportingSince at.
+	published := func(dep obj, at string) map[string]obj {
+		o := observedGateway("203.0.113.10", true, dep, true)
+		o["gateway-status"] = object("gateway-status", obj{"apiVersion": "v1", "kind": "ConfigMap"}, true, true)
+		o["gateway-status"]["spec"].(obj)["forProvider"] = obj{"manifest": obj{"apiVersion": "v1", "kind": "ConfigMap", "data": obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": at}}}
+		return o
+	}
 	cases := map[string]struct {
-		dep  obj
-		want obj
+		reason   string
+		xr       obj
+		observed map[string]obj
+		want     obj
 	}{
-		"Ready":   {deploymentManifest(2, 2, true, 2, 2, 2), obj{"gatewayReady": "True", "reason": "Serving"}},
-		"Rolling": {deploymentManifest(3, 3, true, 3, 1, 2), obj{"gatewayReady": "False", "reason": "OldReplicasPresent"}},
+		"Ready": {
+			reason:   "GatewayReady True: its status and reason.",
+			xr:       reporting,
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			want:     obj{"gatewayReady": "True", "reason": "Serving"},
+		},
+		"Rolling": {
+			reason:   "GatewayReady False: its status and reason, not the counters.",
+			xr:       reporting,
+			observed: observedGateway("203.0.113.10", true, rolling, true),
+			want:     obj{"gatewayReady": "False", "reason": "OldReplicasPresent"},
+		},
+		"FirstReconcile": {
+			reason:   "No GatewayReady yet: the gateway reports from now.",
+			xr:       gatewayXR(nil),
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+		},
+		"ReportsAgain": {
+			reason:   "The last reconcile failed (GatewayReady Unknown, FatalError) while the ConfigMap said True: the ConfigMap changes though the verdict does not.",
+			xr:       failed,
+			observed: published(rolled, "2026-11-30T08:00:00Z"),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+		},
+		"Carried": {
+			reason:   "Reporting, as before: the time published before is carried, so the ConfigMap does not change.",
+			xr:       reporting,
+			observed: published(rolled, "2026-11-30T08:00:00Z"),
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-11-30T08:00:00Z"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp := run(t, newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, tc.dep, true), nil))
+			f := New(logging.NewNopLogger())
+			f.now = func() time.Time { return now }
+			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, tc.observed, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
 			m := manifest(rsp, "gateway-status")
 			if diff := cmp.Diff(tc.want, m["data"]); diff != "" {
-				t.Errorf("gateway-status data: -want, +got:\n%s", diff)
+				t.Errorf("%s\ngateway-status data: -want, +got:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(obj{"name": "inference-gateway-status", "namespace": "modelplane-system"}, m["metadata"]); diff != "" {
-				t.Errorf("gateway-status metadata: -want, +got:\n%s", diff)
+				t.Errorf("%s\ngateway-status metadata: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -163,7 +213,7 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 		if open {
 			responsive = obj{"type": "Responsive", "status": "False", "reason": "WatchCircuitOpen", "lastTransitionTime": now.Add(-time.Minute).Format(time.RFC3339)}
 		}
-		r["status"] = obj{"conditions": []any{responsive,
+		r["status"] = obj{"notReadySince": now.Add(-falseSince).Format(time.RFC3339), "conditions": []any{responsive,
 			obj{"type": "RoutingReady", "status": "False", "reason": "WaitingForGateway", "lastTransitionTime": now.Add(-falseSince).Format(time.RFC3339)}}}
 		return r
 	}
@@ -198,6 +248,78 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, rsp.GetMeta().GetTtl().AsDuration()); diff != "" {
 				t.Errorf("%s\nTTL: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestReadyAgreesWithRoutingReady checks that the ModelRoute's Ready, as
+// Crossplane derives it, agrees with RoutingReady when the gateway-status
+// ConfigMap has never been found: after an upgrade from a version that
+// did not publish it, until the gateway's next reconcile does. Crossplane
+// takes an XR's readiness from the function when it sets it, and
+// otherwise from every composed resource's
+// (internal/controller/apiextensions/composite/reconciler.go, Reconcile).
+func TestReadyAgreesWithRoutingReady(t *testing.T) {
+	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
+	// notFound is the gateway-status Object once provider-kubernetes has
+	// looked for the ConfigMap and not found it: not Synced, no manifest.
+	notFound := object("gateway-status", nil, false, false)
+	notFound["status"] = obj{"conditions": []any{cond("Synced", false, "ReconcileError", "cannot observe external resource: external resource does not exist")}}
+	with := func(status obj) map[string]obj {
+		o := observedRoute(true)
+		if status == nil {
+			delete(o, "gateway-status")
+		} else {
+			o["gateway-status"] = status
+		}
+		return o
+	}
+	cases := map[string]struct {
+		reason   string
+		gateway  []obj
+		observed map[string]obj
+		want     bool
+	}{
+		"NotFoundGatewayReady": {
+			reason:   "The ConfigMap does not exist yet and the InferenceGateway is GatewayReady: RoutingReady follows the InferenceGateway, and Ready with it.",
+			gateway:  gwReady,
+			observed: with(notFound),
+			want:     true,
+		},
+		"NotComposedGatewayReady": {
+			reason:   "The ModelRoute was composed by a version without the gateway-status Object, which does not exist yet: the same.",
+			gateway:  gwReady,
+			observed: with(nil),
+			want:     true,
+		},
+		"NotFoundGatewayRolling": {
+			reason:   "The ConfigMap does not exist yet and the gateway rolls out: both False.",
+			gateway:  gwRolling,
+			observed: with(notFound),
+			want:     false,
+		},
+		"FoundGatewayReady": {
+			reason:   "The ConfigMap is published and agrees: both True.",
+			gateway:  gwReady,
+			observed: with(statusObject("True", "Serving", true)),
+			want:     true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, routeXR(ab...), tc.observed, map[string][]obj{"gateway": tc.gateway, "secret-key-a": keyA}))
+			routing := condition(rsp, "RoutingReady").GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE
+			s := summarize(rsp)
+			ready := s.XRReady == fnv1.Ready_READY_TRUE.String()
+			if s.XRReady == fnv1.Ready_READY_UNSPECIFIED.String() {
+				ready = true
+				for _, r := range s.Resources {
+					ready = ready && r == fnv1.Ready_READY_TRUE.String()
+				}
+			}
+			if diff := cmp.Diff(map[string]bool{"Ready": tc.want, "RoutingReady": tc.want}, map[string]bool{"Ready": ready, "RoutingReady": routing}); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s\nresources: %v", tc.reason, diff, s.Resources)
 			}
 		})
 	}

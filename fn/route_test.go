@@ -221,7 +221,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 9, 1, ""), backend("y", 5, 1, ""), backend("z", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-z:0:1", "qwen-y:1:1", "qwen-x:2:1"}},
 		},
@@ -230,7 +230,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 1000000, ""), backend("y", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}, "gateway-status"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1000000", "qwen-y:0:1"}},
 		},
@@ -239,7 +239,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 0, 300, ""), backend("y", 0, 600, ""), backend("z", 1, 400, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1", "qwen-y:0:2", "qwen-z:1:1"}},
 		},
@@ -248,7 +248,7 @@ func TestRunFunctionModelRoute(t *testing.T) {
 			req:    newRequest(t, routeXR(backend("x", 7, 40, "")), nil, map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x"}),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x"}, "gateway-status"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1"}},
 		},

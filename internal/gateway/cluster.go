@@ -120,7 +120,6 @@ func lose(req compose.Request, self, winner Claimant, providerConfig, apiVersion
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
 		Implied:      map[string]bool{},
-		Status:       &Status{},
 		Requirements: map[string]compose.Requirement{requireGateways: gatewaysRequirement(apiVersion)},
 	}
 	for name, o := range req.Observed {
@@ -143,6 +142,7 @@ func lose(req compose.Request, self, winner Claimant, providerConfig, apiVersion
 			winner.Name, providerConfig, self.Name),
 	}
 	res.Conditions = []compose.Condition{c}
+	res.Status = &Status{NotReadySince: compose.NotReadySince(req.Composite, c, req.Now, false)}
 	return res
 }
 

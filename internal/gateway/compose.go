@@ -41,16 +41,18 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
+	st := b.status(ev, callers)
+	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 
 	res := &compose.Result{
-		Resources:    b.resources(req.Observed, ev, c, rule),
+		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
 		Implied:      spec.Implied(),
-		Status:       b.status(ev, callers),
+		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
 		Warnings:     ev.authWarnings,
 		Requirements: b.tlsRequirements(),
-		RequeueAfter: requeueAfter(req.Composite, c, req.Now, ev.marker.due),
+		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
 	}
 	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
 	maps.Copy(res.Requirements, b.callerRequirements())
@@ -73,7 +75,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 // resources are the Objects every InferenceGateway composes. Each is ready
 // only on evidence the function read itself.
-func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule) map[string]compose.Desired {
+func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule, reporting string) map[string]compose.Desired {
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
 		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
@@ -83,7 +85,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 		ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
-		ResourceGatewayStatus:   {Object: b.gatewayStatus(c), Ready: ready(ResourceGatewayStatus)},
+		ResourceGatewayStatus:   {Object: b.gatewayStatus(c, reporting), Ready: ready(ResourceGatewayStatus)},
 
 		ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
 		ResourceHealthFilter:       {Object: b.healthFilter(), Ready: ready(ResourceHealthFilter)},
@@ -139,8 +141,18 @@ func (b builder) status(ev *evidence, c callers) *Status {
 	return s
 }
 
+// VerdictNotReported is the reason ReadVerdict gives an InferenceGateway
+// without a GatewayReady condition.
+const VerdictNotReported = "NotReported"
+
 // ReadVerdict reads the GatewayReady condition of an observed
 // InferenceGateway, as a ModelRoute sees it through a required resource.
+// A missing condition, or an Unknown one, is not Reported: Crossplane sets
+// a function's condition Unknown, reason FatalError, when the pipeline
+// returned a Fatal result or could not be run (crossplane v2.2.0
+// internal/controller/apiextensions/composite/reconciler.go, Reconcile),
+// and then applies nothing, so the gateway's other evidence is as old as
+// its last successful reconcile.
 func ReadVerdict(xr map[string]any) (Verdict, error) {
 	st := struct {
 		Conditions []metav1.Condition `json:"conditions"`
@@ -150,7 +162,8 @@ func ReadVerdict(xr map[string]any) (Verdict, error) {
 	}
 	c := meta.FindStatusCondition(st.Conditions, ConditionType)
 	if c == nil {
-		return Verdict{Reason: "NotReported", Message: "the gateway has not reported " + ConditionType + " yet"}, nil
+		return Verdict{Reason: VerdictNotReported, Message: "the gateway has not reported " + ConditionType + " yet"}, nil
 	}
-	return Verdict{Ready: upstream.IsTrue(c), Reason: c.Reason, Message: c.Message}, nil
+	reported := c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse
+	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message}, nil
 }

@@ -65,9 +65,11 @@ const (
 
 // Verdict is the gateway's readiness and why.
 type Verdict struct {
-	Ready   bool
-	Reason  string
-	Message string
+	Ready bool
+	// Reported: GatewayReady is True or False, not Unknown or missing.
+	Reported bool
+	Reason   string
+	Message  string
 }
 
 // evidence is what the observed composed resources show.

@@ -3,18 +3,22 @@ package gateway
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 )
 
 // requeueAfter is how soon the gateway should be reconciled again, or 0 to
 // leave it to the caller. While GatewayReady is False it backs off from a
-// second (compose.Backoff): the end of a rollout is what GatewayReady
-// waits for, and the rollout's own events are what open the gateway's
-// circuit breaker, so its watch events cannot be relied on. A True
-// GatewayReady needs no hurry while the breaker is closed; while it holds
-// the gateway's watch events back (compose.WatchesHeldBack), a True
-// GatewayReady is looked at again every compose.SlowRequeue, so that a
-// change on the gateway cluster does not leave it stale for the SDK's
+// second (compose.Backoff), measured from since, the start of the
+// not-ready spell the function records (compose.NotReadySince): the end
+// of a rollout is what GatewayReady waits for, and the rollout's own
+// events are what open the gateway's circuit breaker, so its watch events
+// cannot be relied on. A True GatewayReady needs no hurry while the
+// breaker is closed; while it holds the gateway's watch events back
+// (compose.WatchesHeldBack, for the Input's circuitBreakerCooldown), a
+// True GatewayReady is looked at again every compose.SlowRequeue, so that
+// a change on the gateway cluster does not leave it stale for the SDK's
 // one-minute TTL: against the real controllers the control-plane suite saw
 // GatewayReady stay True for 55 to 62 s after the Envoy Deployment was
 // deleted and re-created, the breaker open from the gateway's creation.
@@ -26,13 +30,14 @@ import (
 // ext-proc marker (marker.go): the gateway is reconciled again no later
 // than that, whatever the back-off says, since no watch event may come
 // to wake it.
-func requeueAfter(xr map[string]any, c compose.Condition, now, markerDue time.Time) time.Duration {
+func requeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, markerDue time.Time) time.Duration {
+	now := req.Now
 	var d time.Duration
 	switch {
-	case c.Status && compose.WatchesHeldBack(xr, now):
+	case c.Status && compose.WatchesHeldBack(req.Composite, now, req.Input.CircuitBreakerCooldown.Duration):
 		d = compose.SlowRequeue
-	case !c.Status && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway:
-		d = compose.Backoff(xr, ConditionType, now)
+	case !c.Status && since != nil && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway:
+		d = compose.Backoff(since.Time, now)
 	}
 	if until := markerDue.Sub(now); !markerDue.IsZero() && until > 0 && (d == 0 || until < d) {
 		d = until

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"time"
+
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -338,7 +341,25 @@ const (
 	StatusKeyReady = "gatewayReady"
 	// StatusKeyReason holds GatewayReady's reason.
 	StatusKeyReason = "reason"
+	// StatusKeyReportingSince holds when the gateway last began to report
+	// GatewayReady again after a reconcile that could not (reportingSince).
+	StatusKeyReportingSince = "reportingSince"
 )
+
+// reportingSince is the value of StatusKeyReportingSince: now when the
+// observed InferenceGateway's GatewayReady is missing or Unknown (its last
+// reconcile failed, and applied nothing), else the value the gateway
+// published before, or none. A ModelRoute that waits for a gateway that
+// does not report is woken by the watch of this ConfigMap only if the
+// ConfigMap changes when the gateway reports again: its status and reason
+// alone are often what they were before the failure.
+func reportingSince(xr map[string]any, obs map[string]remote.Observed, now time.Time) string {
+	if v, err := ReadVerdict(xr); err == nil && !v.Reported {
+		return now.UTC().Format(time.RFC3339)
+	}
+	data, _, _ := unstructured.NestedStringMap(obs[ResourceGatewayStatus].Applied(), "data")
+	return data[StatusKeyReportingSince]
+}
 
 // statusManifest is a ConfigMap.
 type statusManifest struct {
@@ -356,17 +377,22 @@ type statusManifest struct {
 // reconciles for another reason), and watching the Envoy Deployment from
 // every ModelRoute instead would bring each of its many rollout writes to
 // every ModelRoute's circuit breaker. This ConfigMap changes only when
-// GatewayReady's status or reason does; the message, which changes with
-// every rollout counter, stays out of it.
-func (b builder) gatewayStatus(c compose.Condition) *remote.Object {
+// GatewayReady's status or reason does, or the gateway reports again after
+// a reconcile that could not (since, from reportingSince); the message,
+// which changes with every rollout counter, stays out of it.
+func (b builder) gatewayStatus(c compose.Condition, since string) *remote.Object {
 	ready := "False"
 	if c.Status {
 		ready = "True"
+	}
+	data := map[string]string{StatusKeyReady: ready, StatusKeyReason: c.Reason}
+	if since != "" {
+		data[StatusKeyReportingSince] = since
 	}
 	return b.wrap(&statusManifest{
 		APIVersion: "v1",
 		Kind:       "ConfigMap",
 		Metadata:   b.meta(names.GatewayStatus(b.in.GatewayName)),
-		Data:       map[string]string{StatusKeyReady: ready, StatusKeyReason: c.Reason},
+		Data:       data,
 	})
 }

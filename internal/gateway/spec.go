@@ -17,6 +17,7 @@ import (
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -195,6 +196,10 @@ type Status struct {
 	// ExtProcMarker records the rollout the function may write its own
 	// ext-proc marker for, while it waits to (marker.go).
 	ExtProcMarker *MarkerStatus `json:"extProcMarker,omitempty"`
+	// NotReadySince is when GatewayReady last turned from True (or
+	// nothing) to False; absent while it is True. The back-off of the
+	// gateway's requeue runs from it (compose.NotReadySince).
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -29,6 +30,18 @@ const (
 	// ReasonWaitingForGateway: the InferenceGateway is missing or not
 	// GatewayReady.
 	ReasonWaitingForGateway = "WaitingForGateway"
+	// ReasonGatewayNotReporting: the InferenceGateway's GatewayReady is
+	// Unknown or missing: its last reconcile failed before it could report
+	// (a Fatal result, or its function could not be called).
+	ReasonGatewayNotReporting = "GatewayNotReporting"
+	// ReasonGatewayLostCluster: the InferenceGateway composes nothing on its
+	// cluster, which another InferenceGateway serves
+	// (gateway.ReasonClusterAlreadyHasGateway).
+	ReasonGatewayLostCluster = "GatewayLostCluster"
+	// ReasonGatewayStatusStale: the InferenceGateway's GatewayReady and the
+	// gateway-status ConfigMap the ModelRoute observes disagree, so one of
+	// them is behind.
+	ReasonGatewayStatusStale = "GatewayStatusStale"
 	// ReasonNoUsableBackends: no backend can be used; every one lacks its
 	// API key.
 	ReasonNoUsableBackends = "NoUsableBackends"
@@ -78,7 +91,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 	gw := readGateway(req)
 	if !gw.verdict.Ready {
-		p.Add(ReasonWaitingForGateway, gw.why)
+		p.Add(gw.reason, gw.why)
 	}
 	bs := readBackends(req, spec, name, inRoute)
 	res.Warnings = bs.warnings
@@ -108,8 +121,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	c := p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(bs.usable), len(spec.Backends), len(tiers)))
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
-	res.RequeueAfter = requeueAfter(req, &p, gw)
-	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}}
+	since := compose.NotReadySince(req.Composite, c, req.Now, true)
+	res.RequeueAfter = requeueAfter(req, &p, gw, since)
+	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since}
 	return res, nil
 }
 
@@ -139,7 +153,13 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 		set(ResourceRoute, b.route(model, refs), accepted)
 	}
 	set(ResourceHTTPRoute, b.httpRoute(), served)
-	set(ResourceGatewayStatus, b.gatewayStatus(), b.observed[ResourceGatewayStatus].Live())
+	// A ConfigMap the provider has never found (the gateway was composed
+	// by a version that did not publish it, and has not been reconciled
+	// since) holds nothing up: RoutingReady then follows the
+	// InferenceGateway's condition alone (published), and the ModelRoute's
+	// Ready must agree with it.
+	st := b.observed[ResourceGatewayStatus]
+	set(ResourceGatewayStatus, b.gatewayStatus(), st.Live() || !st.Reported())
 	for _, be := range b.spec.Backends {
 		set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
 		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))
@@ -180,90 +200,182 @@ type gatewayView struct {
 	spec    *gateway.Spec
 	verdict gateway.Verdict
 	address string
-	why     string
-	// watched: the gateway-status ConfigMap is observed, and its changes
-	// wake the ModelRoute; agree: it says what the InferenceGateway does.
-	watched, agree bool
+	// reason is RoutingReady's reason while the gateway is not ready, why
+	// its message.
+	reason, why string
+	// watched: the gateway-status ConfigMap is observed with the gateway's
+	// verdict, and its changes wake the ModelRoute.
+	watched bool
+	// resumed is when the ConfigMap says the gateway began to report
+	// again after a reconcile that could not, if it says so.
+	resumed time.Time
 }
 
-// Requeue intervals of a ModelRoute that waits for its gateway.
+// Requeue intervals of a ModelRoute that waits for its gateway
+// (requeueAfter says why).
 const (
 	// WatchedGatewayRequeue is the TTL while both the InferenceGateway and
-	// the gateway-status ConfigMap say the gateway is not ready: the
-	// ConfigMap's watch wakes the ModelRoute when that changes, so waiting
-	// costs the API server no more than resting (the SDK's default TTL).
+	// the gateway-status ConfigMap say the gateway is not ready.
 	WatchedGatewayRequeue = time.Minute
-	// DisagreeRequeue is the TTL while the two disagree: one of them is
-	// about to catch up with the other.
-	DisagreeRequeue = 2 * time.Second
+	// StuckGatewayRequeue is the TTL once a gateway that is not reporting,
+	// has lost its cluster, or whose two verdicts disagree, has stayed so
+	// for compose.FastFor; GatewayLostCluster has it from the start.
+	StuckGatewayRequeue = 10 * time.Second
 )
 
 // requeueAfter is how soon a ModelRoute that is not RoutingReady should be
-// reconciled again, or 0 for the caller's default. What it waits for
-// reaches it as watch events: of the gateway-status ConfigMap, the route,
-// the generated HTTPRoute, the credentials. While Crossplane's circuit
-// breaker holds those back, which a new ModelRoute's own creation burst
-// does for five minutes, it backs off from a second (compose.Backoff).
-// Otherwise, waiting only for a gateway whose status it watches costs no
-// more than resting; waiting while the two places the gateway's verdict is
-// written disagree, only a moment.
-func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView) time.Duration {
+// reconciled again, or 0 for the caller's default. since is the start of
+// its not-ready spell, which for a ModelRoute restarts with every new
+// reason (compose.NotReadySince, perReason): each reason waits for a
+// different party, and a new wait deserves its own fast start.
+//
+// What a ModelRoute waits for reaches it as watch events of its composed
+// Objects: the gateway-status ConfigMap, the route, the generated
+// HTTPRoute, the credentials. Crossplane does not watch the
+// InferenceGateway, a required resource (crossplane v2.2.0
+// internal/controller/apiextensions/composite/reconciler.go watches only
+// composed resources), so a change of GatewayReady alone wakes no
+// ModelRoute; only the TTL or a change of the ConfigMap does.
+//
+//   - Both say not ready (WaitingForGateway, watched): the gateway's
+//     recovery changes the ConfigMap, whose watch event wakes the
+//     ModelRoute; resting costs nothing (WatchedGatewayRequeue).
+//   - GatewayStatusStale: the two disagree. Usually one is a moment behind
+//     the other: the ConfigMap changes first, on the gateway cluster, and
+//     the InferenceGateway's status a moment later, after Crossplane has
+//     applied every composed resource; its event has already woken the
+//     ModelRoute, and only the TTL brings the status that follows, so the
+//     first compose.FastFor of the disagreement looks again every
+//     compose.FastRequeue: a recovery is followed within 2 s. Without
+//     --enable-watches (off by default up to provider-kubernetes v1.3:
+//     v1.3.1 cmd/provider/main.go, enable-watches and poll) the
+//     ConfigMap's Object refreshes only at the provider's --poll, ten
+//     minutes by default: then StuckGatewayRequeue.
+//     A recovery still reaches the ModelRoute within a watch event when the
+//     Object catches up (Crossplane watches it), or, when the Object
+//     already showed True, within StuckGatewayRequeue.
+//   - GatewayNotReporting: nothing was applied for the gateway while it
+//     failed, and its status and reason in the ConfigMap are often what
+//     they were before, so the gateway's first reconcile that reports again
+//     writes when it did into the ConfigMap
+//     (gateway.StatusKeyReportingSince), whose event wakes the ModelRoute.
+//     compose.FastRequeue for compose.FastFor, then StuckGatewayRequeue;
+//     and compose.FastRequeue again, for compose.FastFor from that time,
+//     once the ConfigMap says the gateway reports again since this spell
+//     began, since its event may come before the InferenceGateway's status.
+//   - GatewayLostCluster: the other InferenceGateway must go, or this one
+//     move, both a person's acts; the winner's deletion removes its
+//     ConfigMap and this gateway's first reconcile on the cluster composes
+//     its own, and each wakes the ModelRoute through the watch, so
+//     StuckGatewayRequeue from the start.
+//
+// While Crossplane's circuit breaker holds the watch events back (a new
+// ModelRoute's own creation burst does, for the cooldown), any other wait
+// backs off from a second (compose.Backoff). Waiting for the gateway and
+// for something else at once leaves the TTL to the caller's default: the
+// other thing's watch event, or the default, comes first.
+func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) time.Duration {
+	fastThenStuck := func() time.Duration {
+		if since != nil && req.Now.Sub(since.Time) < compose.FastFor {
+			return compose.FastRequeue
+		}
+		return StuckGatewayRequeue
+	}
 	switch {
 	case p.None():
 		return 0
-	case compose.WatchesHeldBack(req.Composite, req.Now):
-		return compose.Backoff(req.Composite, ConditionType, req.Now)
-	case p.Only(ReasonWaitingForGateway) && gw.watched && !gw.agree:
-		return DisagreeRequeue
+	case p.Only(ReasonGatewayLostCluster):
+		return StuckGatewayRequeue
+	case p.Only(ReasonGatewayNotReporting) && since != nil && !gw.resumed.Before(since.Time) && req.Now.Sub(gw.resumed) < compose.FastFor:
+		// The ConfigMap says the gateway reports again, and woke this
+		// ModelRoute; its condition follows in a moment.
+		return compose.FastRequeue
+	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
+		return fastThenStuck()
+	case since != nil && compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration):
+		return compose.Backoff(since.Time, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched:
 		return WatchedGatewayRequeue
 	}
 	return 0
 }
 
-// published is the gateway's verdict from both places the function
-// writes it: the InferenceGateway's GatewayReady condition, and the
+// published judges the gateway from both places the function writes its
+// verdict: the InferenceGateway's GatewayReady condition, and the
 // gateway-status ConfigMap on the gateway cluster, which this ModelRoute
 // watches. The gateway is ready only when both say so. Either may lag the
 // other: Crossplane writes the composite's status after it has applied the
 // composed resources, and the ConfigMap reaches the gateway cluster
-// through provider-kubernetes. Trusting only the ConfigMap would let a
-// slow provider keep a ModelRoute ready after its gateway stopped being;
-// trusting only the condition would leave the ModelRoute without a wake-up
-// call. It reports whether the ConfigMap was seen, and whether the two
-// agree.
-func published(obs map[string]remote.Observed, fromXR gateway.Verdict) (v gateway.Verdict, watched, agree bool) {
+// through provider-kubernetes, and this ModelRoute's Object of it follows
+// through the provider's watch or poll. Trusting only the ConfigMap would
+// let a slow provider keep a ModelRoute ready after its gateway stopped
+// being; trusting only the condition would leave the ModelRoute without a
+// wake-up call. It reads the ConfigMap only when the condition can be
+// compared with it: a gateway that does not report wrote no ConfigMap
+// since, and one that lost its cluster never wrote the one there (it is
+// per cluster: the winner's). It fills in v's verdict, reason and message
+// (of the gateway named name), and whether the ConfigMap is watched.
+func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name string, v *gatewayView) {
+	v.verdict, v.reason = fromXR, ReasonWaitingForGateway
+	quoted := fromXR.Reason
+	if fromXR.Message != "" {
+		quoted += `: "` + fromXR.Message + `"`
+	}
 	o, ok := obs[ResourceGatewayStatus]
-	if !ok || !o.Live() {
-		return fromXR, false, true
-	}
 	data, _, _ := unstructured.NestedStringMap(o.Manifest(), "data")
+	if ok && o.Live() {
+		v.resumed, _ = time.Parse(time.RFC3339, data[gateway.StatusKeyReportingSince])
+	}
+	switch {
+	case !fromXR.Reported && fromXR.Reason == gateway.VerdictNotReported:
+		v.reason = ReasonGatewayNotReporting
+		v.why = fmt.Sprintf("the InferenceGateway %q has not reported %s yet", name, gateway.ConditionType)
+		return
+	case !fromXR.Reported:
+		v.reason = ReasonGatewayNotReporting
+		v.why = fmt.Sprintf("the InferenceGateway %q does not report %s (%s); its last reconcile applied nothing, because its composition function returned a Fatal result or could not be called: see its events and Synced condition", name, gateway.ConditionType, quoted)
+		return
+	case fromXR.Reason == gateway.ReasonClusterAlreadyHasGateway:
+		v.reason = ReasonGatewayLostCluster
+		v.why = fmt.Sprintf("the InferenceGateway %q composes nothing on its cluster, which another InferenceGateway serves (%s)", name, quoted)
+		return
+	}
 	ready, reason := data[gateway.StatusKeyReady], data[gateway.StatusKeyReason]
-	if ready == "" || reason == "" {
-		return fromXR, false, true
+	v.watched = ok && o.Live() && ready != "" && reason != ""
+	switch {
+	case v.watched && (ready == "True") != fromXR.Ready:
+		v.verdict = gateway.Verdict{Reported: true, Reason: reason}
+		v.reason = ReasonGatewayStatusStale
+		v.why = fmt.Sprintf("the gateway-status ConfigMap on the gateway cluster says gatewayReady=%s (%s) while the InferenceGateway %q says %s=%s (%s); one of the two is behind: the ConfigMap's Object follows within a watch event when provider-kubernetes runs with --enable-watches, only at its --poll otherwise",
+			ready, reason, name, gateway.ConditionType, conditionStatus(fromXR.Ready), fromXR.Reason)
+	case !fromXR.Ready:
+		v.why = fmt.Sprintf("the InferenceGateway %q is not %s (%s)", name, gateway.ConditionType, fromXR.Reason)
+		if fromXR.Message != "" {
+			v.why += ": " + fromXR.Message
+		}
 	}
-	if (ready == "True") == fromXR.Ready {
-		return fromXR, true, true
+}
+
+// conditionStatus spells a condition's status.
+func conditionStatus(ready bool) string {
+	if ready {
+		return "True"
 	}
-	if fromXR.Ready {
-		// The condition says ready, the ConfigMap not (yet or any more).
-		return gateway.Verdict{Reason: reason, Message: "the gateway-status ConfigMap on the gateway cluster says " + reason + " while the InferenceGateway says GatewayReady; waiting for the two to agree"}, true, false
-	}
-	return fromXR, true, false
+	return "False"
 }
 
 func readGateway(req compose.Request) gatewayView {
 	items, resolved := req.Required[requireGateway]
 	switch {
 	case !resolved:
-		return gatewayView{why: "the InferenceGateway has not been fetched yet"}
+		return gatewayView{reason: ReasonWaitingForGateway, why: "the InferenceGateway has not been fetched yet"}
 	case len(items) == 0:
-		return gatewayView{why: "the InferenceGateway named by spec.gatewayName does not exist; create it or fix spec.gatewayName"}
+		return gatewayView{reason: ReasonWaitingForGateway, why: "the InferenceGateway named by spec.gatewayName does not exist; create it or fix spec.gatewayName"}
 	}
 	gw := items[0]
 	md, _ := gw["metadata"].(map[string]any)
 	gwName, _ := md["name"].(string)
-	v := gatewayView{}
+	v := gatewayView{reason: ReasonWaitingForGateway}
 	st, _ := gw["status"].(map[string]any)
 	v.address, _ = st["address"].(string)
 	spec, err := gateway.ReadSpec(gw)
@@ -277,13 +389,7 @@ func readGateway(req compose.Request) gatewayView {
 		v.why = fmt.Sprintf("the InferenceGateway %q has unreadable conditions: %v", gwName, err)
 		return v
 	}
-	v.verdict, v.watched, v.agree = published(req.Observed, verdict)
-	if verdict = v.verdict; !verdict.Ready {
-		v.why = fmt.Sprintf("the InferenceGateway %q is not GatewayReady (%s)", gwName, verdict.Reason)
-		if verdict.Message != "" {
-			v.why += ": " + verdict.Message
-		}
-	}
+	published(req.Observed, verdict, gwName, &v)
 	return v
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -116,6 +117,10 @@ type Status struct {
 	Model    string          `json:"model,omitempty"`
 	Address  string          `json:"address,omitempty"`
 	Backends *BackendsStatus `json:"backends,omitempty"`
+	// NotReadySince is when RoutingReady last turned False, or took
+	// another reason while False; absent while it is True. The back-off of
+	// the ModelRoute's requeue runs from it (compose.NotReadySince).
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
 }
 
 // BackendsStatus counts the backends.

@@ -101,8 +101,8 @@ var breaks = []deliberateBreak{{
 		"so a ModelRoute says True while Envoy pods without the ext-proc sidecar serve",
 	file: "internal/route/compose.go",
 	edits: []edit{{
-		old: "\tif !gw.verdict.Ready {\n\t\tp.Add(ReasonWaitingForGateway, gw.why)\n",
-		new: "\tif false && !gw.verdict.Ready {\n\t\tp.Add(ReasonWaitingForGateway, gw.why)\n",
+		old: "\tif !gw.verdict.Ready {\n\t\tp.Add(gw.reason, gw.why)\n",
+		new: "\tif false && !gw.verdict.Ready {\n\t\tp.Add(gw.reason, gw.why)\n",
 	}},
 	// Scenario 2: the first Envoy pods, without the sidecar, are Ready
 	// while the ModelRoute is composed.

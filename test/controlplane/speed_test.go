@@ -16,7 +16,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 )
 
 // How fast readiness follows the rollout, and what it costs the API
@@ -231,7 +231,7 @@ func seconds(d time.Duration) float64 {
 // v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
 // that (internal/circuit/token_bucket.go, RecordEvent). A gateway and
 // routes that have been live for a while are past it.
-const breakerQuiet = compose.BreakerCooldown + 30*time.Second
+const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second
 
 // restPastBreakers measures the request rate at rest (measureRest), then
 // waits out the rest of breakerQuiet, so that the next rollout meets
