@@ -59,7 +59,7 @@ var (
 	toolAIGateway = tool{name: "ai-gateway-controller", version: "v1.0.0", module: "ai-gateway",
 		pkg: "github.com/envoyproxy/ai-gateway/cmd/controller"}
 
-	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager}
+	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader}
 )
 
 // buildMu keeps two builds from this test binary from running at once: on

@@ -92,6 +92,9 @@ type cluster struct {
 	ca   *ca
 
 	bins map[string]string // tool name -> binary
+	// envoyCerts is the folder of the client certificate Envoy pods use,
+	// with which the suite reads Envoy Gateway's xDS (xds_test.go).
+	envoyCerts string
 
 	apiPort     int
 	token       string

@@ -463,6 +463,7 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	sc.envoyIsTold(t)
 	key := sc.controlPlaneKey(t)
 	sc.eventually(t, waitRoute, "the openrouter API key in the gateway cluster's Secret", func(ctx context.Context) string {
 		return sc.gatewayKeyIs(ctx, key)
@@ -763,6 +764,7 @@ func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	sc.envoyIsTold(t)
 	key := sc.controlPlaneKey(t)
 	sc.eventually(t, waitRoute, "the restored API key in the gateway cluster's Secret", func(ctx context.Context) string {
 		return sc.gatewayKeyIs(ctx, key)

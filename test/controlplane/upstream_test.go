@@ -211,6 +211,7 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 		c.tb.Cleanup(func() { _ = os.Remove("/certs") })
 	}
 	u.egCerts = certs
+	c.envoyCerts = c.writeEnvoyCerts(ctx)
 	u.egConfig = filepath.Join(c.dir, "envoy-gateway.yaml")
 	writeFile(c.tb, u.egConfig, fmt.Appendf(nil, egConfig, u.extensionPort))
 	c.launchEnvoyGateway(u)
@@ -233,7 +234,7 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 func (c *cluster) launchEnvoyGateway(u *upstream) {
 	c.tb.Helper()
 	u.eg = c.ps.startIsolated("envoy-gateway", []string{"KUBECONFIG=" + c.kubeconfig},
-		isolation{Outbound: []int{c.apiPort, u.extensionPort}, Mounts: map[string]string{"/certs": u.egCerts}},
+		isolation{Outbound: []int{c.apiPort, u.extensionPort}, Inbound: []int{xdsPort}, Mounts: map[string]string{"/certs": u.egCerts}},
 		c.bins[toolEnvoyGateway.name], "server", "--config-path", u.egConfig)
 }
 

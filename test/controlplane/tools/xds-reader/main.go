@@ -1,0 +1,220 @@
+// Command xds-reader reads the configuration Envoy Gateway serves to the
+// Envoy of one Gateway, as that Envoy would, and prints it as one JSON
+// object: listeners, routes, clusters, endpoints and secrets, each a list
+// of resources in protojson with their @type. Every key and secret value
+// is replaced by "<redacted>" before it is printed.
+//
+// The control-plane suite runs it against the real Envoy Gateway to check
+// the promises the function makes, which only Envoy carries out.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// Output keys and the type each holds, in the order they are asked for.
+// Clusters go first: Envoy Gateway's first answer on a stream waits for a
+// snapshot of the node's Gateway, and every other type follows from it.
+var kinds = []struct{ key, typeURL string }{
+	{"clusters", resourcev3.ClusterType},
+	{"listeners", resourcev3.ListenerType},
+	{"routes", resourcev3.RouteType},
+	{"endpoints", resourcev3.EndpointType},
+	{"secrets", resourcev3.SecretType},
+}
+
+func main() {
+	var (
+		addr    = flag.String("address", "127.0.0.1:18000", "Envoy Gateway's xDS server")
+		certDir = flag.String("cert-dir", "", "a folder with ca.crt, tls.crt and tls.key: a client certificate Envoy Gateway trusts (its certgen Secret envoy-gateway-system/envoy)")
+		server  = flag.String("server-name", "envoy-gateway", "the name in Envoy Gateway's server certificate")
+		cluster = flag.String("node-cluster", "", "the infra IR key of the Gateway, <namespace>/<name>: what Envoy Gateway passes to its Envoy as --service-cluster")
+		nodeID  = flag.String("node-id", "", "the node ID; any unique non-empty string")
+		timeout = flag.Duration("timeout", 30*time.Second, "how long to wait for a snapshot")
+		others  = flag.Duration("others-timeout", 5*time.Second, "how long to wait, once the clusters came, for the other types (a type the snapshot lacks may never be answered)")
+	)
+	flag.Parse()
+	if *certDir == "" || *cluster == "" || *nodeID == "" {
+		fmt.Fprintln(os.Stderr, "xds-reader: -cert-dir, -node-cluster and -node-id are required")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	out, err := read(ctx, *addr, *certDir, *server, &corev3.Node{Id: *nodeID, Cluster: *cluster}, *others)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "xds-reader: %v\n", err)
+		os.Exit(1)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(os.Stderr, "xds-reader: cannot write the dump: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// dialTLS is mutual TLS 1.3 as Envoy Gateway's xDS server wants it: a
+// client certificate signed by its CA, whose name it does not check
+// (gateway v1.8.1 internal/crypto/cert_load.go, LoadTLSConfig).
+func dialTLS(certDir, server string) (credentials.TransportCredentials, error) {
+	cert, err := tls.LoadX509KeyPair(certDir+"/tls.crt", certDir+"/tls.key")
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the client certificate from %s: %w", certDir, err)
+	}
+	ca, err := os.ReadFile(certDir + "/ca.crt")
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("cannot parse the CA in ca.crt")
+	}
+	return credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+		ServerName:   server,
+		MinVersion:   tls.VersionTLS13,
+	}), nil
+}
+
+// read opens one delta ADS stream, as Envoy's bootstrap does, and asks for
+// each type. A state-of-the-world stream never answers a type the snapshot
+// lacks, and a Gateway whose backends are all DNS clusters has no EDS
+// resources. It reads again while the snapshot's version changes between
+// the answers, so the dump is of one snapshot.
+func read(ctx context.Context, addr, certDir, server string, node *corev3.Node, others time.Duration) (map[string]any, error) {
+	creds, err := dialTLS(certDir, server)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+		// A large gateway's listeners and routes exceed gRPC's 4 MiB default.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("cannot dial %s: %w", addr, err)
+	}
+	defer conn.Close() //nolint:errcheck // nothing to do about it
+	for attempt := 0; ; attempt++ {
+		out, stable, err := readOnce(ctx, conn, node, others)
+		if err != nil || stable {
+			return out, err
+		}
+		if attempt == 5 {
+			return nil, errors.New("cannot read one snapshot: its version changed during each of 6 reads")
+		}
+	}
+}
+
+// readOnce reads every type on one stream, and reports whether every
+// answer had the same version.
+func readOnce(ctx context.Context, conn *grpc.ClientConn, node *corev3.Node, others time.Duration) (map[string]any, bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot open a delta ADS stream: %w", err)
+	}
+	answers := make(chan *discoveryv3.DeltaDiscoveryResponse)
+	failed := make(chan error, 1)
+	go func() {
+		for {
+			r, err := stream.Recv()
+			if err != nil {
+				failed <- err
+				return
+			}
+			select {
+			case answers <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	ask := func(typeURL string) error {
+		// No names: a wildcard subscription, all resources of the type.
+		return stream.Send(&discoveryv3.DeltaDiscoveryRequest{Node: node, TypeUrl: typeURL})
+	}
+
+	got := map[string]*discoveryv3.DeltaDiscoveryResponse{}
+	if err := ask(kinds[0].typeURL); err != nil {
+		return nil, false, fmt.Errorf("cannot ask for %s: %w", kinds[0].key, err)
+	}
+	var deadline <-chan time.Time
+	for len(got) < len(kinds) {
+		select {
+		case <-ctx.Done():
+			if len(got) == 0 {
+				return nil, false, fmt.Errorf("no snapshot for node cluster %q: %w (a wrong node cluster, or no translation of the Gateway yet)", node.GetCluster(), ctx.Err())
+			}
+			return nil, false, ctx.Err()
+		case err := <-failed:
+			return nil, false, fmt.Errorf("the stream failed: %w", err)
+		case <-deadline:
+			// The other types have had their time; what has not come, the
+			// snapshot lacks.
+			return decodeAll(got)
+		case r := <-answers:
+			if _, seen := got[r.GetTypeUrl()]; !seen {
+				got[r.GetTypeUrl()] = r
+			}
+			if r.GetTypeUrl() == kinds[0].typeURL && deadline == nil {
+				for _, k := range kinds[1:] {
+					if err := ask(k.typeURL); err != nil {
+						return nil, false, fmt.Errorf("cannot ask for %s: %w", k.key, err)
+					}
+				}
+				deadline = time.After(others)
+			}
+		}
+	}
+	return decodeAll(got)
+}
+
+// decodeAll decodes the answers by type, redacted, and reports whether
+// they are of one snapshot version.
+func decodeAll(got map[string]*discoveryv3.DeltaDiscoveryResponse) (map[string]any, bool, error) {
+	out := map[string]any{}
+	version := ""
+	stable := true
+	missing := []string{}
+	for _, k := range kinds {
+		r, ok := got[k.typeURL]
+		if !ok {
+			missing = append(missing, k.key)
+			out[k.key] = []any{}
+			continue
+		}
+		if version == "" {
+			version = r.GetSystemVersionInfo()
+		} else if r.GetSystemVersionInfo() != version {
+			stable = false
+		}
+		list := make([]any, 0, len(r.GetResources()))
+		for _, res := range r.GetResources() {
+			v, err := toJSON(res.GetResource())
+			if err != nil {
+				return nil, false, fmt.Errorf("cannot decode a %s resource %q: %w", k.key, res.GetName(), err)
+			}
+			list = append(list, redact(v))
+		}
+		out[k.key] = list
+	}
+	if len(missing) > 0 {
+		out["unanswered"] = missing
+	}
+	return out, stable, nil
+}
