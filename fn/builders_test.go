@@ -138,7 +138,7 @@ func TestGatewayBuilders(t *testing.T) {
 		Rules: []gwapiv1.HTTPRouteRule{{
 			Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: new(gwapiv1.PathMatchPathPrefix), Value: new("/")}}},
 			Filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{
-				Scheme: new("https"), Hostname: new(gwapiv1.PreciseHostname("llm.example.com")), StatusCode: new(301),
+				Scheme: new("https"), Hostname: new(gwapiv1.PreciseHostname("llm.example.com")), StatusCode: new(308),
 			}}},
 		}},
 	}

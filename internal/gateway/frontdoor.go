@@ -15,7 +15,7 @@ import (
 const HealthBody = `{"status":"ok"}`
 
 // The front door is what the gateway serves on its own: GET /healthz, and
-// with TLS a 301 to https for everything else on port 80. Its routes live in
+// with TLS a 308 to https for everything else on port 80. Its routes live in
 // the front-door namespace, not the gateway namespace: the anchor route
 // there must stay unserved, and Envoy Gateway serves a route only where a
 // listener's allowedRoutes admits its namespace.
@@ -106,9 +106,16 @@ func (b builder) healthRoute() *remote.Object {
 }
 
 // redirectRoute sends every other request on port 80 to https on the
-// gateway's hostname with a 301, so no client sends a key in clear text
-// twice. Without a port, a redirect to https goes to 443 (gateway-api
-// v1.5.1 apis/v1/httproute_types.go, HTTPRequestRedirectFilter.Port).
+// gateway's hostname with a 308, so no client sends a key in clear text
+// twice. A 308 keeps the method and body (RFC 9110 15.4.9); after a 301
+// most clients turn a POST into a GET without its body, and a model call
+// is a POST. Gateway API allows 308 as an extended code
+// (gateway-api v1.5.1 apis/v1/httproute_types.go,
+// HTTPRequestRedirectFilter.StatusCode), Envoy Gateway accepts it
+// (gateway v1.8.1 internal/utils/http/http.go, SupportedRedirectCodes)
+// and tells Envoy PERMANENT_REDIRECT (internal/xds/translator/route.go).
+// Without a port, a redirect to https goes to 443
+// (HTTPRequestRedirectFilter.Port).
 func (b builder) redirectRoute() *remote.Object {
 	return b.frontDoorRoute(names.RedirectSuffix,
 		gwapiv1.HTTPRouteMatch{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchPathPrefix), Value: new("/")}},
@@ -117,7 +124,7 @@ func (b builder) redirectRoute() *remote.Object {
 			RequestRedirect: &gwapiv1.HTTPRequestRedirectFilter{
 				Scheme:     new("https"),
 				Hostname:   new(gwapiv1.PreciseHostname(b.spec.Hostname)),
-				StatusCode: new(301),
+				StatusCode: new(308),
 			},
 		})
 }
