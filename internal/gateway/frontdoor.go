@@ -26,8 +26,10 @@ const HealthBody = `{"status":"ok"}`
 //     TeamNamespaceLabel: the team namespaces and the front door, which
 //     carries the key too;
 //   - with TLS, the http listener admits only the front door (health check
-//     and redirect), and the https listener only team namespaces that are
-//     not the front door.
+//     and redirect), and the https listener every namespace with the
+//     TeamNamespaceLabel: the team namespaces and the front door, whose
+//     health route a load balancer probes on 443 too. Each front-door route
+//     names its listeners by sectionName, so the redirect stays on http.
 //
 // The gateway namespace carries neither label, so no listener admits it
 // and the anchor's header match is never served.
@@ -43,8 +45,7 @@ func (b builder) listenerAdmission() (http, https *gwapiv1.AllowedRoutes) {
 		return admit(team), nil
 	}
 	frontDoor := metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpExists}
-	notFrontDoor := metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpDoesNotExist}
-	return admit(frontDoor), admit(team, notFrontDoor)
+	return admit(frontDoor), admit(team)
 }
 
 // frontDoorMeta places an object in the front-door namespace.
@@ -94,8 +95,12 @@ func (b builder) healthFilter() *remote.Object {
 // redirect's included (gateway-api v1.5.1 apis/v1/httproute_types.go,
 // HTTPRouteRule.Matches).
 func (b builder) healthRoute() *remote.Object {
+	listeners := []string{ListenerHTTP}
+	if b.spec.TLSEnabled() {
+		listeners = append(listeners, ListenerHTTPS)
+	}
 	// Any method: some load balancers probe with HEAD.
-	return b.frontDoorRoute(names.HealthSuffix,
+	return b.frontDoorRoute(names.HealthSuffix, listeners,
 		gwapiv1.HTTPRouteMatch{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchExact), Value: new(names.HealthPath)}},
 		gwapiv1.HTTPRouteFilter{
 			Type: gwapiv1.HTTPRouteFilterExtensionRef,
@@ -117,7 +122,7 @@ func (b builder) healthRoute() *remote.Object {
 // Without a port, a redirect to https goes to 443
 // (HTTPRequestRedirectFilter.Port).
 func (b builder) redirectRoute() *remote.Object {
-	return b.frontDoorRoute(names.RedirectSuffix,
+	return b.frontDoorRoute(names.RedirectSuffix, []string{ListenerHTTP},
 		gwapiv1.HTTPRouteMatch{Path: &gwapiv1.HTTPPathMatch{Type: ptr.To(gwapiv1.PathMatchPathPrefix), Value: new("/")}},
 		gwapiv1.HTTPRouteFilter{
 			Type: gwapiv1.HTTPRouteFilterRequestRedirect,
@@ -130,15 +135,19 @@ func (b builder) redirectRoute() *remote.Object {
 }
 
 // frontDoorRoute is an HTTPRoute <gateway>-<suffix> in the front door, on
-// the http listener, with one rule of one match and one filter and no
+// the named listeners, with one rule of one match and one filter and no
 // backendRefs.
-func (b builder) frontDoorRoute(suffix string, match gwapiv1.HTTPRouteMatch, filter gwapiv1.HTTPRouteFilter) *remote.Object {
+func (b builder) frontDoorRoute(suffix string, listeners []string, match gwapiv1.HTTPRouteMatch, filter gwapiv1.HTTPRouteFilter) *remote.Object {
+	parents := make([]gwapiv1.ParentReference, len(listeners))
+	for i, l := range listeners {
+		parents[i] = ParentRef(b.in, l)
+	}
 	return b.wrap(&remote.Manifest[gwapiv1.HTTPRouteSpec]{
 		APIVersion: upstream.GatewayAPIVersion,
 		Kind:       "HTTPRoute",
 		Metadata:   b.frontDoorMeta(names.Child(b.in.GatewayName, suffix)),
 		Spec: &gwapiv1.HTTPRouteSpec{
-			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{ParentRef(b.in, ListenerHTTP)}},
+			CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: parents},
 			Rules:           []gwapiv1.HTTPRouteRule{{Matches: []gwapiv1.HTTPRouteMatch{match}, Filters: []gwapiv1.HTTPRouteFilter{filter}}},
 		},
 	})

@@ -44,8 +44,8 @@ func namespaceLabels(o *remote.Object) map[string]string {
 // TestListenerAdmission fails if any listener ever admits the gateway
 // namespace, where the anchor route lives: Envoy Gateway would then serve
 // its header match. It also checks that the health check's namespace is
-// admitted on the plain HTTP listener, and the team namespaces only where
-// models are served.
+// admitted on every listener (load balancers probe 443 too), and the team
+// namespaces only where models are served.
 func TestListenerAdmission(t *testing.T) {
 	in := (&v1beta1.Input{}).WithDefaults()
 	tls := &Spec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &TLS{CertificateRefs: []CertificateRef{{Name: "llm-tls"}}}}
@@ -55,7 +55,7 @@ func TestListenerAdmission(t *testing.T) {
 		gatewayNS, frontDoorNS, teams []string
 	}{
 		"PlainHTTP": {spec: &Spec{ProviderConfigName: "c"}, frontDoorNS: []string{ListenerHTTP}, teams: []string{ListenerHTTP}},
-		"TLS":       {spec: tls, frontDoorNS: []string{ListenerHTTP}, teams: []string{ListenerHTTPS}},
+		"TLS":       {spec: tls, frontDoorNS: []string{ListenerHTTP, ListenerHTTPS}, teams: []string{ListenerHTTPS}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -73,18 +73,28 @@ func TestListenerAdmission(t *testing.T) {
 	}
 }
 
-// TestFrontDoorRoutesBindToHTTP checks that the health and redirect routes
-// attach to the plain HTTP listener, in the front-door namespace, never in
-// the gateway namespace.
-func TestFrontDoorRoutesBindToHTTP(t *testing.T) {
+// TestFrontDoorRoutesBind checks which listeners the health and redirect
+// routes attach to, by sectionName: the health check on every listener, the
+// redirect on plain HTTP only (on https it would loop); both in the
+// front-door namespace, never in the gateway namespace.
+func TestFrontDoorRoutesBind(t *testing.T) {
 	in := (&v1beta1.Input{}).WithDefaults()
-	b := builder{in: in, spec: &Spec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &TLS{CertificateRefs: []CertificateRef{{Name: "x"}}}}}
-	for name, o := range map[string]*remote.Object{"health": b.healthRoute(), "redirect": b.redirectRoute()} {
-		m := o.Spec.ForProvider.Manifest.(*remote.Manifest[gwapiv1.HTTPRouteSpec])
+	plain := builder{in: in, spec: &Spec{ProviderConfigName: "c"}}
+	tls := builder{in: in, spec: &Spec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &TLS{CertificateRefs: []CertificateRef{{Name: "x"}}}}}
+	http, https := ParentRef(in, ListenerHTTP), ParentRef(in, ListenerHTTPS)
+	for name, tc := range map[string]struct {
+		route *remote.Object
+		want  []gwapiv1.ParentReference
+	}{
+		"health without TLS": {route: plain.healthRoute(), want: []gwapiv1.ParentReference{http}},
+		"health with TLS":    {route: tls.healthRoute(), want: []gwapiv1.ParentReference{http, https}},
+		"redirect":           {route: tls.redirectRoute(), want: []gwapiv1.ParentReference{http}},
+	} {
+		m := tc.route.Spec.ForProvider.Manifest.(*remote.Manifest[gwapiv1.HTTPRouteSpec])
 		if m.Metadata.Namespace != names.FrontDoorNamespace(in.GatewayNamespace) || m.Metadata.Namespace == in.GatewayNamespace {
 			t.Errorf("the %s route is in %q, want the front-door namespace %q", name, m.Metadata.Namespace, names.FrontDoorNamespace(in.GatewayNamespace))
 		}
-		if diff := cmp.Diff([]gwapiv1.ParentReference{ParentRef(in, ListenerHTTP)}, m.Spec.ParentRefs); diff != "" {
+		if diff := cmp.Diff(tc.want, m.Spec.ParentRefs); diff != "" {
 			t.Errorf("the %s route's parentRefs: -want, +got:\n%s", name, diff)
 		}
 	}
