@@ -1,6 +1,7 @@
 package fn
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"testing"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -48,6 +49,10 @@ func TestGatewayBuilders(t *testing.T) {
 					Pod: &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
 						spreadOver("kubernetes.io/hostname"), spreadOver("topology.kubernetes.io/zone"),
 					}},
+					Patch: &egv1a1.KubernetesPatchSpec{
+						Type:  new(egv1a1.StrategicMerge),
+						Value: apiextensionsv1.JSON{Raw: []byte(`{"spec":{"template":{"spec":{"dnsConfig":{"options":[{"name":"ndots","value":"1"}]}}}}}`)},
+					},
 				},
 				EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{MaxUnavailable: new(intstr.FromInt32(1))},
 			},
@@ -92,7 +97,6 @@ func TestGatewayBuilders(t *testing.T) {
 				TLS: &gwapiv1.ListenerTLSConfig{Mode: new(gwapiv1.TLSModeTerminate), CertificateRefs: []gwapiv1.SecretObjectReference{{Name: "llm-tls"}}},
 				AllowedRoutes: admit(
 					metav1.LabelSelectorRequirement{Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists},
-					metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
 				),
 			},
 		},
@@ -111,8 +115,9 @@ func TestGatewayBuilders(t *testing.T) {
 		t.Errorf("anchor AIGatewayRoute spec: -want, +got:\n%s", diff)
 	}
 
-	httpRef := gatewayRef
+	httpRef, httpsRef := gatewayRef, gatewayRef
 	httpRef.SectionName = new(gwapiv1.SectionName("http"))
+	httpsRef.SectionName = new(gwapiv1.SectionName("https"))
 	wantFilter := egv1a1.HTTPRouteFilterSpec{DirectResponse: &egv1a1.HTTPDirectResponseFilter{
 		ContentType: new("application/json"),
 		Body:        &egv1a1.CustomResponseBody{Type: new(egv1a1.ResponseValueTypeInline), Inline: new(`{"status":"ok"}`)},
@@ -122,7 +127,7 @@ func TestGatewayBuilders(t *testing.T) {
 		t.Errorf("health HTTPRouteFilter spec: -want, +got:\n%s", diff)
 	}
 	wantHealth := gwapiv1.HTTPRouteSpec{
-		CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{httpRef}},
+		CommonRouteSpec: gwapiv1.CommonRouteSpec{ParentRefs: []gwapiv1.ParentReference{httpRef, httpsRef}},
 		Rules: []gwapiv1.HTTPRouteRule{{
 			Matches: []gwapiv1.HTTPRouteMatch{{Path: &gwapiv1.HTTPPathMatch{Type: new(gwapiv1.PathMatchExact), Value: new("/healthz")}}},
 			Filters: []gwapiv1.HTTPRouteFilter{{Type: gwapiv1.HTTPRouteFilterExtensionRef, ExtensionRef: &gwapiv1.LocalObjectReference{

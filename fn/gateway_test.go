@@ -239,7 +239,7 @@ func TestGatewayManifests(t *testing.T) {
 				obj{"name": "https", "port": 443.0, "protocol": "HTTPS", "hostname": "llm.example.com",
 					"tls": obj{"mode": "Terminate", "certificateRefs": []any{obj{"name": "llm-tls"}}},
 					"allowedRoutes": obj{"namespaces": obj{"from": "Selector", "selector": obj{"matchExpressions": []any{
-						obj{"key": names.TeamNamespaceLabel, "operator": "Exists"}, obj{"key": names.FrontDoorLabel, "operator": "DoesNotExist"},
+						obj{"key": names.TeamNamespaceLabel, "operator": "Exists"},
 					}}}}},
 			},
 		},
@@ -257,7 +257,7 @@ func TestGatewayManifests(t *testing.T) {
 	rsp := run(t, newRequest(t, gatewayXR(nil), nil, nil))
 	ep := manifest(rsp, "envoy-proxy")
 	wantEP := obj{"type": "Kubernetes", "kubernetes": obj{
-		"envoyDeployment": obj{"name": "envoy-modelplane-system-inference-gateway", "replicas": 2.0},
+		"envoyDeployment": obj{"name": "envoy-modelplane-system-inference-gateway", "replicas": 2.0, "patch": obj{"type": "StrategicMerge", "value": obj{"spec": obj{"template": obj{"spec": obj{"dnsConfig": obj{"options": []any{obj{"name": "ndots", "value": "1"}}}}}}}}},
 		"envoyPDB":        obj{"maxUnavailable": 1.0},
 	}}
 	if mt := ep["spec"].(obj)["mergeType"]; mt != "StrategicMerge" {

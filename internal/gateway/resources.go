@@ -5,6 +5,7 @@ import (
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -135,6 +136,7 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
 						Replicas: new(b.spec.ReplicaCount()),
 						Pod:      pod,
+						Patch:    dnsPatch,
 					},
 					// One pod may be drained at a time; the rollout rule
 					// keeps GatewayReady True while the other serves.
@@ -147,6 +149,22 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 			Telemetry: b.telemetry(),
 		},
 	})
+}
+
+// dnsPatch gives the Envoy pods ndots 1. With the pod default of 5, every
+// backend hostname with fewer than five dots (openrouter.ai,
+// api.openai.com) is first looked up under each search domain of the pod,
+// and Envoy answers 503 until its DNS cluster first resolves. A name with
+// a dot is now tried as it is first; a bare Service name still goes through
+// the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
+// patches the Deployment it renders with envoyDeployment.patch (gateway
+// v1.8.1 api/v1alpha1/shared_types.go, KubernetesPatchSpec;
+// internal/infrastructure/kubernetes/proxy/resource_provider.go,
+// ApplyMergePatch). It is part of the pod template, so adding it rolls the
+// Envoy pods once.
+var dnsPatch = &egv1a1.KubernetesPatchSpec{
+	Type:  ptr.To(egv1a1.StrategicMerge),
+	Value: apiextensionsv1.JSON{Raw: []byte(`{"spec":{"template":{"spec":{"dnsConfig":{"options":[{"name":"ndots","value":"1"}]}}}}}`)},
 }
 
 // gateway has a plain HTTP listener on 80 and, with TLS, an https listener
