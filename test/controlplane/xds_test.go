@@ -289,6 +289,19 @@ func (sc *scenarios) envoyIsTold(t *testing.T) {
 		checkBodyLimit(gateway.DefaultBufferLimit.Value()),
 		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
 	))
+	// ndots 1 on the Envoy pods, through the EnvoyProxy's
+	// envoyDeployment.patch, as the real Envoy Gateway renders it.
+	dep := sc.envoyDeployment(sc.ctx)
+	if dep == nil {
+		t.Fatalf("no Envoy Deployment")
+	}
+	opts, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "dnsConfig", "options")
+	if !slices.ContainsFunc(opts, func(o any) bool {
+		m, _ := o.(map[string]any)
+		return m["name"] == "ndots" && m["value"] == "1"
+	}) {
+		t.Errorf("the Envoy Deployment's pods have dnsConfig.options %v, want ndots 1", opts)
+	}
 	r, rc := d.modelRoute(model)
 	t.Logf("xDS: %d listeners, %d route configurations, %d clusters; the route of %q in %q sends to %v", len(d["listeners"]), len(d["routes"]), len(d["clusters"]), model, rc, r["route"].(map[string]any)["cluster"])
 }
