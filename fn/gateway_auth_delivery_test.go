@@ -218,7 +218,8 @@ func (w *callerWorld) inUse() []string {
 // the user makes the edits, and provider-kubernetes syncs each pending
 // Object, up to depth actions, and checks after every action that Envoy
 // Gateway accepts the live policy (never a duplicated key, never a
-// missing Secret), and after every reconcile that GatewayReady is True.
+// missing Secret), and after every reconcile that GatewayReady is True
+// and every caller copy Ready (each starts delivered).
 // At every quiet state (nothing pending, no edit left, and a reconcile
 // changes nothing) want must hold.
 func exploreCallers(t *testing.T, start *callerWorld, depth int, want func(*callerWorld) error) {
@@ -256,6 +257,13 @@ func exploreCallers(t *testing.T, start *callerWorld, depth int, want func(*call
 			if a.name == "reconcile" {
 				if c := condition(next.last, "GatewayReady"); c.GetStatus() != fnv1.Status_STATUS_CONDITION_TRUE {
 					t.Fatalf("GatewayReady flapped to %s after %s: %s", c.GetReason(), strings.Join(path, ", "), c.GetMessage())
+				}
+				// Every copy started delivered: each stays Ready, so the
+				// composite's readiness does not flap either.
+				for n, r := range next.last.GetDesired().GetResources() {
+					if strings.HasPrefix(n, "caller-secret-") && r.GetReady() != fnv1.Ready_READY_TRUE {
+						t.Fatalf("the copy %s is %s after %s, while a version of it serves", n, r.GetReady(), strings.Join(path, ", "))
+					}
 				}
 			}
 			if a.name == "reconcile" && len(w.pending()) == 0 && len(w.edits) == 0 && next.key(t) == w.key(t) {

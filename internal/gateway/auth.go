@@ -407,7 +407,10 @@ func (b builder) composeCallers(c callers, policyAccepted bool, res map[string]c
 			Name: s.name, Namespace: b.in.ObjectNamespace, Keys: []remote.KeyCopy{{FieldPath: "data", ToFieldPath: "data"}},
 			Version: version, VersionAnnotation: names.CallerSecretVersionAnnotation,
 		}
-		res[PrefixCallerSecret+s.name] = compose.Desired{Object: cp.Object(b.spec.ProviderConfigName, s.delivery.MayReference, remote.InNamespace(b.in.ObjectNamespace)), Ready: s.delivery.Delivered}
+		// Ready while a copy with values is there, a new version on its
+		// way included, so the composite does not flap on a rotation.
+		ready := s.delivery.Delivered || s.delivery.LiveVersion != ""
+		res[PrefixCallerSecret+s.name] = compose.Desired{Object: cp.Object(b.spec.ProviderConfigName, s.delivery.MayReference, remote.InNamespace(b.in.ObjectNamespace)), Ready: ready}
 	}
 	res[ResourceCallerAuth] = compose.Desired{Object: b.callerPolicy(c.inUse()), Ready: policyAccepted}
 }
