@@ -22,7 +22,17 @@ import (
 //     empty one, and are all selected;
 //   - with auth and nothing usable, the policy denies and GatewayReady is
 //     False; GatewayReady True means a policy Envoy Gateway accepted;
-//   - no caller key appears anywhere in the response.
+//   - no caller key appears anywhere in the response;
+//   - the desired policy names at most one copy that is not settled (does
+//     not hold the version of its Secret the function read), and only one
+//     the observed policy names already;
+//   - a copy's new version goes out (its desired version annotation moves)
+//     while the observed or the desired policy names it only if the
+//     desired policy keeps it and every other copy either policy names is
+//     settled and in the desired policy, its keys compared with the new
+//     ones.
+//
+// TestCallerKeyMoveNeverDuplicated checks the same over reconciles.
 func TestCallerAuthProperties(t *testing.T) {
 	const seeds = 2000
 	r := rand.New(rand.NewPCG(13, 14))
@@ -58,13 +68,19 @@ func TestCallerAuthProperties(t *testing.T) {
 		extra := map[string]obj{}
 		var observedRefs []string
 		for _, n := range []string{"a", "b", "c"} {
+			// The version the copy holds: the selected Secret's, or an
+			// older one.
+			version := "0"
+			if s, ok := selected[n]; ok && r.IntN(2) == 0 {
+				version = s["metadata"].(obj)["resourceVersion"].(string)
+			}
 			switch r.IntN(4) {
 			case 1:
-				extra["caller-secret-"+n] = callerCopy(n, false)
+				extra["caller-secret-"+n] = callerCopy(n, "")
 			case 2:
-				extra["caller-secret-"+n] = callerCopy(n, true)
+				extra["caller-secret-"+n] = callerCopy(n, version)
 			case 3:
-				c := callerCopy(n, true)
+				c := callerCopy(n, version)
 				c["metadata"].(obj)["generation"] = 2
 				extra["caller-secret-"+n] = c
 			}
@@ -129,6 +145,59 @@ func TestCallerAuthProperties(t *testing.T) {
 						t.Fatalf("%s: Envoy Gateway would reject the policy: %q has an empty or duplicated key for %q (policy refs %v, selected %v)", name, ref, id, refs, selected)
 					}
 					seenKeys[k], seenClients[id] = true, true
+				}
+			}
+			// Envoy Gateway reads at most one copy whose keys are
+			// changing, and a copy's new version goes out only while every
+			// other copy it may read is settled and compared with it.
+			settled := func(n string) bool {
+				c, ok := extra["caller-secret-"+n]
+				s, sel := selected[n]
+				if !ok || !sel || c["metadata"].(obj)["generation"] != 1 || c["spec"].(obj)["references"] == nil {
+					return false
+				}
+				a, _ := c["spec"].(obj)["forProvider"].(obj)["manifest"].(obj)["metadata"].(obj)["annotations"].(obj)
+				return a["modelplane.ai/callers-version"] == s["metadata"].(obj)["resourceVersion"]
+			}
+			named := map[string]bool{} // by the observed or the desired policy
+			if extra["caller-auth"] != nil {
+				for _, ref := range observedRefs {
+					named[strings.TrimPrefix(ref, "inference-gateway-callers-")] = true
+				}
+			}
+			inPolicy := map[string]bool{}
+			var changing []string
+			for _, ref := range refs {
+				n := strings.TrimPrefix(ref, "inference-gateway-callers-")
+				named[n], inPolicy[n] = true, true
+				if !settled(n) {
+					changing = append(changing, n)
+				}
+				if !settled(n) && (extra["caller-auth"] == nil || !slices.Contains(observedRefs, ref)) {
+					t.Fatalf("%s: the policy names %q, whose copy is not settled and which the observed policy does not name yet", name, ref)
+				}
+			}
+			if len(changing) > 1 {
+				t.Fatalf("%s: the policy names %v, more than one copy whose keys are changing", name, changing)
+			}
+			for n, s := range selected {
+				c, ok := extra["caller-secret-"+n]
+				d := manifest(rsp, "caller-secret-"+n)
+				if !ok || d == nil || c["spec"].(obj)["references"] == nil || !named[n] {
+					continue
+				}
+				applied, _ := c["spec"].(obj)["forProvider"].(obj)["manifest"].(obj)["metadata"].(obj)["annotations"].(obj)
+				want, _ := d["metadata"].(obj)["annotations"].(obj)
+				if applied["modelplane.ai/callers-version"] == want["modelplane.ai/callers-version"] || want["modelplane.ai/callers-version"] != s["metadata"].(obj)["resourceVersion"] {
+					continue // no new version goes out
+				}
+				if !inPolicy[n] {
+					t.Fatalf("%s: the new version of %q goes out while the observed policy names it and the desired one leaves it out", name, n)
+				}
+				for o := range named {
+					if o != n && (!settled(o) || !inPolicy[o]) {
+						t.Fatalf("%s: the new version of %q goes out while Envoy Gateway may read %q, whose keys were not compared with it", name, n, o)
+					}
 				}
 			}
 			if len(refs) == 0 {

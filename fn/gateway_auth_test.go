@@ -37,15 +37,34 @@ func callerSecret(name, version string, data obj) obj {
 	return s
 }
 
-// callerCopy is the observed copy of a caller Secret: delivered has the
-// reference and is synced at its generation; otherwise it was created
-// without one and carries the provider's finalizer.
-func callerCopy(name string, delivered bool) obj {
-	o := object("caller-secret-"+name, plainManifest("Secret"), true, true)
-	if delivered {
+// callerCopy is the observed copy of a caller Secret: delivered at version
+// (the control-plane Secret's resourceVersion) has the reference and the
+// version annotation, applied and live, and is synced at its generation;
+// with no version it was created without either and carries the
+// provider's finalizer.
+func callerCopy(name, version string) obj {
+	m := plainManifest("Secret")
+	if version != "" {
+		m["metadata"].(obj)["annotations"] = obj{"modelplane.ai/callers-version": version}
+	}
+	o := object("caller-secret-"+name, m, true, true)
+	if version != "" {
 		o["spec"].(obj)["references"] = []any{obj{"patchesFrom": obj{"apiVersion": "v1", "kind": "Secret", "name": name, "namespace": "modelplane-system", "fieldPath": "data"}, "toFieldPath": "data"}}
+		o["spec"].(obj)["forProvider"] = obj{"manifest": mustCopy(m)}
 	}
 	return o
+}
+
+// mustCopy is a deep copy of a fixture.
+func mustCopy(m obj) obj {
+	c := obj{}
+	for k, v := range m {
+		if o, ok := v.(obj); ok {
+			v = mustCopy(o)
+		}
+		c[k] = v
+	}
+	return c
 }
 
 // callerPolicyObject is the observed SecurityPolicy, referencing refs (the
@@ -121,53 +140,53 @@ func TestGatewayCallerAuth(t *testing.T) {
 		},
 		"CopyStarts": {
 			reason:   "The copy exists and is finalized: now it may carry the reference.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", false)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "")}),
 			required: map[string][]obj{"caller-secrets": {teamA}},
 			want:     want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerAuthNotAccepted", policy: "deny", copies: map[string]bool{resA: true}, status: obj{"method": "APIKey"}},
 		},
 		"Enforced": {
 			reason:   "The copy is delivered and Envoy Gateway accepted the policy: GatewayReady, with both clients counted.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			required: map[string][]obj{"caller-secrets": {teamA}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true},
 				message: []string{"caller auth accepted"}, status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"PolicyRejected": {
 			reason:   "Envoy Gateway rejected the policy: GatewayReady False with its message, because Envoy answers 500 meanwhile.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(false, "APIKeyAuth: secret modelplane-system/x does not exist", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(false, "APIKeyAuth: secret modelplane-system/x does not exist", copyA)}),
 			required: map[string][]obj{"caller-secrets": {teamA}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerAuthNotAccepted", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true},
 				message: []string{"answers 500", "APIKeyAuth: secret modelplane-system/x does not exist"}, status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"SecondSecretBeingCopied": {
 			reason:   "Adding a caller Secret to a live gateway keeps the first in force and GatewayReady True while the second is copied.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			required: map[string][]obj{"caller-secrets": {teamA, teamB}},
 			want:     want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true, resB: false}, status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"RotationBeingCopied": {
 			reason:   "A rotated Secret changes its copy's version annotation; while the provider applies it, the policy keeps referencing it.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": func() obj { o := callerCopy("team-a", true); o["metadata"].(obj)["generation"] = 2; return o }(), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": func() obj { o := callerCopy("team-a", "7"); o["metadata"].(obj)["generation"] = 2; return o }(), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			required: map[string][]obj{"caller-secrets": {teamA}},
 			want:     want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true}, status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"SecretRemovedStillReferenced": {
 			reason:   "The only Secret is gone from the control plane: the policy turns to deny-all, and the copy stays while the observed policy still references it, so Envoy Gateway never sees a missing Secret.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			required: map[string][]obj{"caller-secrets": {}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/SecretsMissing", policy: "deny", copies: map[string]bool{resA: true},
 				status: obj{"method": "APIKey"}},
 		},
 		"DuplicateKey": {
 			reason:   "team-b gives carol alice's key: Envoy Gateway would reject the whole policy, so team-b is left out and named, never the key.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-secret-team-b": callerCopy("team-b", true), "caller-auth": callerPolicyObject(true, "", copyA, copyB)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-secret-team-b": callerCopy("team-b", "9"), "caller-auth": callerPolicyObject(true, "", copyA, copyB)}),
 			required: map[string][]obj{"caller-secrets": {teamA, callerSecret("team-b", "9", obj{"carol": b64(aliceKey)})}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true, resB: true}, warnings: 1,
 				message: []string{`caller Secret "team-b" is not used: client ID "carol" has the same API key as client ID "alice"`}, status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"DuplicateClientID": {
 			reason:   "bob is in both Secrets with different keys: both are used, Envoy Gateway takes team-a's, and the condition says so.",
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-secret-team-b": callerCopy("team-b", true), "caller-auth": callerPolicyObject(true, "", copyA, copyB)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-secret-team-b": callerCopy("team-b", "9"), "caller-auth": callerPolicyObject(true, "", copyA, copyB)}),
 			required: map[string][]obj{"caller-secrets": {teamA, callerSecret("team-b", "9", obj{"bob": b64(carolKey)})}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA + "," + copyB, copies: map[string]bool{resA: true, resB: true}, warnings: 1,
 				message: []string{`client ID "bob" is in the caller Secrets "team-a" and "team-b"`}, status: obj{"method": "APIKey", "secrets": []any{"team-a", "team-b"}, "clients": 2.0}},
@@ -182,7 +201,7 @@ func TestGatewayCallerAuth(t *testing.T) {
 		"AuthRemoved": {
 			reason:   "spec.auth removed: the policy goes; the copy stays until the observed policy no longer references it.",
 			spec:     obj{"providerConfigName": "gpu-cluster-1"},
-			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			want:     want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", copies: map[string]bool{resA: true}, status: obj{"method": "None"}},
 		},
 	}
@@ -315,9 +334,9 @@ func TestCallerKeysNeverLeak(t *testing.T) {
 	empty := callerSecret("team-c", "1", obj{"dave": ""})
 	reqs := map[string]*fnv1.RunFunctionRequest{
 		"FirstCopy": newRequest(t, gatewayXR(authSpec()), authObserved(nil), map[string][]obj{"caller-secrets": {teamA}}),
-		"Enforced": newRequest(t, gatewayXR(authSpec()), authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true), "caller-auth": callerPolicyObject(true, "", "inference-gateway-callers-team-a")}),
+		"Enforced": newRequest(t, gatewayXR(authSpec()), authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", "inference-gateway-callers-team-a")}),
 			map[string][]obj{"caller-secrets": {teamA}}),
-		"Problems": newRequest(t, gatewayXR(authSpec()), authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", true)}), map[string][]obj{"caller-secrets": {teamA, dupKey, empty, callerSecret("team-d", "2", obj{"bob": b64(carolKey)})}}),
+		"Problems": newRequest(t, gatewayXR(authSpec()), authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7")}), map[string][]obj{"caller-secrets": {teamA, dupKey, empty, callerSecret("team-d", "2", obj{"bob": b64(carolKey)})}}),
 		"Fatal":    newRequest(t, gatewayXR(obj{"auth": obj{"apiKey": obj{}}}), nil, map[string][]obj{"caller-secrets": {teamA}}),
 	}
 	secrets := []string{aliceKey, bobKey, carolKey, b64(aliceKey), b64(bobKey), b64(carolKey)}

@@ -1,10 +1,13 @@
 package fn
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
 // tlsSecret is the control-plane TLS Secret llm-tls, with or without each
@@ -131,5 +134,87 @@ func TestTLSSecretManifest(t *testing.T) {
 	}
 	if rq := rsp.GetRequirements().GetResources()["tls-secret-llm-tls"]; rq.GetMatchName() != "llm-tls" || rq.GetNamespace() != "modelplane-system" || rq.GetKind() != "Secret" {
 		t.Errorf("requirement for the TLS Secret: %v", rq)
+	}
+}
+
+// TestTLSRenewal walks a certificate renewal over several reconciles, with
+// Crossplane and provider-kubernetes acting in between: a new version of
+// the TLS Secret is on its way while the old one still serves, so
+// GatewayReady stays True and a Normal result says what is being
+// delivered; only a first delivery holds GatewayReady.
+func TestTLSRenewal(t *testing.T) {
+	const copyName = "tls-secret-llm-tls"
+	const renewal = `SEVERITY_NORMAL: a new version of the TLS Secret "llm-tls" (resourceVersion 8) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion 7) until it arrives`
+	secretAt := func(rv string) map[string][]obj {
+		s := tlsSecret(true, true)
+		s["metadata"].(obj)["resourceVersion"] = rv
+		return map[string][]obj{copyName: {s}}
+	}
+	step := func(name string, observed map[string]obj, required map[string][]obj, wantCondition string, wantNotice bool) *fnv1.RunFunctionResponse {
+		t.Helper()
+		rsp := run(t, newRequest(t, gatewayXR(tlsSpec), observed, required))
+		if got := summarize(rsp).Conditions[0]; got != wantCondition {
+			t.Errorf("%s: GatewayReady is %s (%s), want %s", name, got, condition(rsp, "GatewayReady").GetMessage(), wantCondition)
+		}
+		if got := slices.Contains(results(rsp), renewal); got != wantNotice {
+			t.Errorf("%s: renewal notice present: %t, want %t; results: %q", name, got, wantNotice, results(rsp))
+		}
+		if got, want := rsp.GetDesired().GetResources()[copyName].GetReady().String(), "READY_TRUE"; got != want && wantCondition == "GatewayReady=STATUS_CONDITION_TRUE/Serving" {
+			t.Errorf("%s: the TLS Secret's copy is %s while it serves, want %s", name, got, want)
+		}
+		return rsp
+	}
+
+	// Reconcile 1: the copy of version 7 is delivered.
+	observed := observedTLSGateway(false)
+	rsp := run(t, newRequest(t, gatewayXR(tlsSpec), observed, secretAt("7")))
+	observed[copyName] = providerSyncs(t, applyDesired(t, observed[copyName], rsp, copyName))
+	step("reconcile 1, version 7 delivered", observed, secretAt("7"), "GatewayReady=STATUS_CONDITION_TRUE/Serving", false)
+
+	// The Secret is renewed on the control plane: version 8.
+	rsp = step("reconcile 2, version 8 seen", observed, secretAt("8"), "GatewayReady=STATUS_CONDITION_TRUE/Serving", false)
+	if v := manifest(rsp, copyName)["metadata"].(obj)["annotations"].(obj)["modelplane.ai/secret-version"]; v != "8" {
+		t.Fatalf("the copy asks for version %v, want 8", v)
+	}
+	// Crossplane applies the new spec; provider-kubernetes has not synced
+	// it yet: the live Secret is still version 7.
+	observed[copyName] = applyDesired(t, observed[copyName], rsp, copyName)
+	rsp = step("reconcile 3, version 8 in flight", observed, secretAt("8"), "GatewayReady=STATUS_CONDITION_TRUE/Serving", true)
+	// provider-kubernetes syncs it.
+	observed[copyName] = providerSyncs(t, applyDesired(t, observed[copyName], rsp, copyName))
+	step("reconcile 4, version 8 delivered", observed, secretAt("8"), "GatewayReady=STATUS_CONDITION_TRUE/Serving", false)
+}
+
+// TestTLSFirstDeliveryHolds: a copy that never delivered values holds
+// GatewayReady with SecretsMissing through every step of its first
+// delivery: created without references, the placeholder Secret created,
+// the references applied but not synced; then Serving.
+func TestTLSFirstDeliveryHolds(t *testing.T) {
+	const copyName = "tls-secret-llm-tls"
+	required := map[string][]obj{copyName: {tlsSecret(true, true)}}
+	observed := observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true)
+	observed["https-redirect-route"] = object("https-redirect-route", plainManifest("HTTPRoute"), true, true)
+	steps := []struct {
+		name string
+		want string
+		// then is what Crossplane and the provider do after the reconcile.
+		then func(rsp *fnv1.RunFunctionResponse)
+	}{
+		{"no copy", "SecretsMissing", func(rsp *fnv1.RunFunctionResponse) { observed[copyName] = applyDesired(t, nil, rsp, copyName) }},
+		{"copy created, not reported", "SecretsMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
+		{"placeholder Secret created", "SecretsMissing", func(rsp *fnv1.RunFunctionResponse) {
+			observed[copyName] = applyDesired(t, observed[copyName], rsp, copyName)
+		}},
+		{"references applied, not synced", "SecretsMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
+		{"delivered", "Serving", nil},
+	}
+	for _, st := range steps {
+		rsp := run(t, newRequest(t, gatewayXR(tlsSpec), observed, required))
+		if got := condition(rsp, "GatewayReady").GetReason(); got != st.want {
+			t.Errorf("%s: GatewayReady reason %s (%s), want %s", st.name, got, condition(rsp, "GatewayReady").GetMessage(), st.want)
+		}
+		if st.then != nil {
+			st.then(rsp)
+		}
 	}
 }

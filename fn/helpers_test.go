@@ -90,12 +90,35 @@ func httpRouteManifest(accepted, resolved bool) obj {
 	}}}}
 }
 
+// gatewayManifest is the Gateway at generation 1, with the address if
+// any, and both listeners http and https Programmed with their references
+// resolved, as Envoy Gateway reports them once it has judged generation 1.
 func gatewayManifest(addr string) obj {
-	st := obj{}
+	st := obj{"listeners": []any{listenerStatus("http", true, "", ""), listenerStatus("https", true, "", "")}}
 	if addr != "" {
 		st["addresses"] = []any{obj{"type": "IPAddress", "value": addr}}
 	}
-	return obj{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": obj{"name": "inference-gateway", "namespace": "modelplane-system"}, "status": st}
+	return obj{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": obj{"name": "inference-gateway", "namespace": "modelplane-system", "generation": 1}, "status": st}
+}
+
+// listenerStatus is a listener's status.listeners entry at generation 1:
+// Programmed and ResolvedRefs True, or, when !ok, as Envoy Gateway writes
+// them for a listener whose certificate is invalid (ResolvedRefs False with
+// reason and msg, Programmed False, Invalid).
+func listenerStatus(name string, ok bool, reason, msg string) obj {
+	conds := []any{
+		cond("Programmed", true, "Programmed", "Sending translated listener configuration to the data plane"),
+		cond("Accepted", true, "Accepted", "Listener has been successfully translated"),
+		cond("ResolvedRefs", true, "ResolvedRefs", "Listener references have been resolved"),
+	}
+	if !ok {
+		conds[0] = cond("Programmed", false, "Invalid", "Listener is invalid, see other Conditions for details.")
+		conds[2] = cond("ResolvedRefs", false, reason, msg)
+	}
+	for _, c := range conds {
+		c.(obj)["observedGeneration"] = 1
+	}
+	return obj{"name": name, "attachedRoutes": 0, "supportedKinds": []any{obj{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute"}}, "conditions": conds}
 }
 
 func acceptedManifest(kind, name string, accepted bool) obj {

@@ -130,6 +130,17 @@ type callerSecret struct {
 	delivery remote.CopyState
 	// inUse: the SecurityPolicy references it.
 	inUse bool
+	// holdVersion: its copy keeps the version it has while a new one
+	// waits (choose), so provider-kubernetes does not deliver it yet.
+	holdVersion bool
+}
+
+// settled reports whether the copy holds the version of the Secret the
+// function read: the provider synced the copy's spec, whose version is the
+// Secret's resourceVersion. Only then does the function know which keys
+// Envoy Gateway reads from it.
+func (s callerSecret) settled() bool {
+	return s.delivery.Delivered && s.delivery.AppliedVersion == s.version
 }
 
 // callers is what the function knows of the caller Secrets.
@@ -143,6 +154,9 @@ type callers struct {
 	inPolicy map[string]bool
 	// notes are mistakes that do not stop a Secret from being used.
 	notes []string
+	// waits say which Secret waits for what, so that Envoy Gateway never
+	// reads one key in two Secrets at once: Normal results.
+	waits []string
 }
 
 // readCallers reads the selected caller Secrets and decides which the
@@ -160,7 +174,7 @@ func (b builder) readCallers(req compose.Request) callers {
 	for _, it := range items {
 		name := itemName(it)
 		md, _ := it["metadata"].(map[string]any)
-		s := callerSecret{name: name, remoteName: names.CallerSecret(b.in.GatewayName, name), delivery: remote.CopyStateIn(req.Observed, PrefixCallerSecret+name)}
+		s := callerSecret{name: name, remoteName: names.CallerSecret(b.in.GatewayName, name), delivery: remote.CopyStateAt(req.Observed, PrefixCallerSecret+name, names.CallerSecretVersionAnnotation)}
 		s.version, _ = md["resourceVersion"].(string)
 		d, _ := it["data"].(map[string]any)
 		data[name] = d
@@ -179,20 +193,70 @@ func (b builder) readCallers(req compose.Request) callers {
 	return c
 }
 
-// choose marks the Secrets the policy uses, given each Secret's data.
+// choose marks the Secrets the policy uses, given each Secret's data, and
+// which copies keep the version they have for now.
+//
+// Envoy Gateway reads the Secrets in credentialRefs order, skips a client
+// ID it has seen, and rejects the whole policy ("duplicated API key"),
+// which answers 500 on every route, when two clients share a key (gateway
+// v1.8.1 internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The
+// policy lists the Secrets in name order; a Secret whose data would bring
+// a duplicated key is left out, so the others keep working.
+//
+// The data the function compares is the control-plane Secrets' as it
+// reads them now; what Envoy Gateway reads is each copy as
+// provider-kubernetes last delivered it, and the live policy as the
+// provider last applied it. The copies and the policy are separate
+// Objects, delivered in any order, so a key moved from Secret A to Secret
+// B can be in A's old copy and B's new one at once while the live policy
+// names both. The function knows a copy's keys only once it is settled
+// (it holds the version the function read). So:
+//   - a copy joins the policy only once it is settled, and only while
+//     every copy the observed policy names is settled too;
+//   - of the copies the observed policy names that are not settled (a new
+//     version on its way), the policy keeps one, the first by name, and
+//     leaves the others out until they are settled;
+//   - a named copy's new version is delivered only while every other copy
+//     the observed or the desired policy names is settled and in the
+//     desired policy (its keys compared with the new ones), and one the
+//     desired policy leaves out only once the observed policy no longer
+//     names it; until then its copy keeps the version it has.
+//
+// So Envoy Gateway reads at most one copy whose keys are changing, and
+// the function has compared its new keys with every other copy it reads.
+// provider-kubernetes also resolves the references when it re-reads an
+// Object at its --poll interval, which no version annotation holds back:
+// a Secret changed between two reconciles can reach its copy then.
 func (c *callers) choose(data map[string]map[string]any) {
-	// Of the Secrets whose copy is there (or that the observed policy
-	// already names), Envoy Gateway reads them in credentialRefs order,
-	// skips a client ID it has seen, and rejects the whole policy
-	// ("duplicated API key") when two clients share a key (gateway v1.8.1
-	// internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The policy
-	// lists the Secrets in name order; a Secret that would bring a
-	// duplicated key is left out, so the others keep working.
+	byRemote := map[string]*callerSecret{}
+	for i := range c.selected {
+		byRemote[c.selected[i].remoteName] = &c.selected[i]
+	}
+	// unsettled are the copies the observed policy names whose keys the
+	// function does not know: not settled, or no longer selected.
+	var unsettled []string
+	for _, n := range slices.Sorted(maps.Keys(c.inPolicy)) {
+		if s, ok := byRemote[n]; !ok || !s.settled() {
+			unsettled = append(unsettled, n)
+		}
+	}
 	owner := map[string]string{} // client ID -> Secret that holds it
 	keyOf := map[string]string{} // key -> client ID
+	transit := ""                // the named copy on its way the policy keeps
 	for i := range c.selected {
 		s := &c.selected[i]
-		if s.problem != "" || (!s.delivery.Delivered && !c.inPolicy[s.remoteName]) {
+		named := c.inPolicy[s.remoteName]
+		switch {
+		case s.problem != "":
+			continue
+		case !s.settled() && !named:
+			// Not read by Envoy Gateway yet: it joins once delivered.
+			continue
+		case !s.settled() && transit != "":
+			c.waits = append(c.waits, fmt.Sprintf("caller Secret %q is out of the caller-auth SecurityPolicy until its new version is delivered: Envoy Gateway reads only one caller Secret whose keys are changing at a time (now %q), because it rejects the whole policy if two Secrets hold one API key; its callers are denied meanwhile", s.name, transit))
+			continue
+		case s.settled() && !named && len(unsettled) > 0:
+			c.waits = append(c.waits, fmt.Sprintf("caller Secret %q joins the caller-auth SecurityPolicy once the copies it names are delivered (%s), so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(unsettled)))
 			continue
 		}
 		local := map[string]string{}
@@ -223,14 +287,65 @@ func (c *callers) choose(data map[string]map[string]any) {
 		}
 		s.clients = len(local)
 		s.inUse = true
+		if !s.settled() {
+			transit = s.name
+		}
+	}
+	c.holdVersions()
+}
+
+// holdVersions decides which copies keep the version they have (choose).
+func (c *callers) holdVersions() {
+	// unchecked are the copies Envoy Gateway may read (the observed or the
+	// desired policy names them) whose keys the function has not compared
+	// with the others': all but those settled and in use.
+	unchecked := map[string]bool{}
+	for n := range c.inPolicy {
+		unchecked[n] = true
+	}
+	for _, s := range c.selected {
+		switch {
+		case s.settled() && s.inUse:
+			delete(unchecked, s.remoteName)
+		case s.inUse:
+			unchecked[s.remoteName] = true
+		}
+	}
+	for i := range c.selected {
+		s := &c.selected[i]
+		if s.settled() || !s.delivery.MayReference || s.delivery.AppliedVersion == "" {
+			// Settled, or not delivered at any version yet: nothing to hold.
+			continue
+		}
+		named := c.inPolicy[s.remoteName]
+		var others []string
+		for _, n := range slices.Sorted(maps.Keys(unchecked)) {
+			if n != s.remoteName {
+				others = append(others, n)
+			}
+		}
+		switch {
+		case !named && !s.inUse:
+			// Envoy Gateway does not read it.
+		case s.inUse && len(others) == 0:
+			// The only copy on its way: its new keys were compared with
+			// every other copy Envoy Gateway reads.
+		case !s.inUse:
+			s.holdVersion = true
+			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the caller-auth SecurityPolicy no longer names its copy, so that Envoy Gateway never reads one API key in two Secrets", s.name))
+		default:
+			s.holdVersion = true
+			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the copies %s are delivered or out of the caller-auth SecurityPolicy, so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(others)))
+		}
 	}
 }
 
 // inUse lists the Secrets the SecurityPolicy references: those Envoy
 // Gateway can use, once their copy has reached the gateway cluster or
 // while the observed policy already references them, so a rotation that
-// is being copied never drops a Secret. Envoy Gateway rejects a policy
-// that references a Secret that does not exist (validateSecretRef), and a
+// is being copied does not drop a Secret (unless another is being copied
+// at the same time: choose). Envoy Gateway rejects a policy that
+// references a Secret that does not exist (validateSecretRef), and a
 // rejected policy answers 500 on every route it targets.
 func (c callers) inUse() []callerSecret {
 	var out []callerSecret
@@ -280,13 +395,22 @@ func (b builder) composeCallers(c callers, policyAccepted bool, res map[string]c
 			// resolve the reference.
 			continue
 		}
+		version := s.version
+		if s.holdVersion {
+			// The spec stays as applied, so the provider does not apply
+			// the copy again now (choose).
+			version = s.delivery.AppliedVersion
+		}
 		cp := remote.SecretCopy{
 			Meta: b.meta(s.remoteName), Type: "Opaque",
 			// The whole data map: every client ID of the Secret.
 			Name: s.name, Namespace: b.in.ObjectNamespace, Keys: []remote.KeyCopy{{FieldPath: "data", ToFieldPath: "data"}},
-			Version: s.version, VersionAnnotation: names.CallerSecretVersionAnnotation,
+			Version: version, VersionAnnotation: names.CallerSecretVersionAnnotation,
 		}
-		res[PrefixCallerSecret+s.name] = compose.Desired{Object: cp.Object(b.spec.ProviderConfigName, s.delivery.MayReference, remote.InNamespace(b.in.ObjectNamespace)), Ready: s.delivery.Delivered}
+		// Ready while a copy with values is there, a new version on its
+		// way included, so the composite does not flap on a rotation.
+		ready := s.delivery.Delivered || s.delivery.LiveVersion != ""
+		res[PrefixCallerSecret+s.name] = compose.Desired{Object: cp.Object(b.spec.ProviderConfigName, s.delivery.MayReference, remote.InNamespace(b.in.ObjectNamespace)), Ready: ready}
 	}
 	res[ResourceCallerAuth] = compose.Desired{Object: b.callerPolicy(c.inUse()), Ready: policyAccepted}
 }
@@ -374,6 +498,7 @@ func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.
 			}
 		}
 		e.authWarnings = append(e.authWarnings, c.notes...)
+		e.notices = append(e.notices, c.waits...)
 		if !c.resolved {
 			e.problems.Add(ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")
 			return nil

@@ -67,6 +67,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if !spec.AuthEnabled() {
 		res.Notices = append(res.Notices, b.openNotice())
 	}
+	res.Notices = append(res.Notices, ev.notices...)
 	if ev.marker.written {
 		res.Notices = append(res.Notices, b.markerNotice(ev.marker))
 	}
@@ -80,7 +81,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 	return map[string]compose.Desired{
 		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
 		ResourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value), Ready: ready(ResourceEnvoyProxy)},
-		ResourceGateway:         {Object: b.gateway(), Ready: ev.address != ""},
+		ResourceGateway:         {Object: b.gateway(), Ready: ev.address != "" && ev.listenersProgrammed},
 		ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
 		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
 		ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
@@ -105,7 +106,9 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 	res[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: remote.ReadyIn(obs, ResourceRedirectRoute)}
 	for _, s := range secrets {
 		if s.present {
-			res[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.copy.Delivered}
+			// Ready while a copy with values serves, a renewal on its way
+			// included, so the composite does not flap on a renewal.
+			res[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.serving()}
 		}
 	}
 }

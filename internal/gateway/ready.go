@@ -6,6 +6,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
 
@@ -42,6 +44,12 @@ const (
 	// ReasonNotProgrammed: the Gateway has no address yet.
 	ReasonNotProgrammed = "GatewayNotProgrammed"
 
+	// ReasonListenersNotProgrammed: a listener of the Gateway is not
+	// Programmed or its references are not resolved (a bad or mismatched
+	// certificate), or Envoy Gateway has not reported it for the Gateway's
+	// current generation yet: the model routes on it get no traffic.
+	ReasonListenersNotProgrammed = "ListenersNotProgrammed"
+
 	// ReasonAnchorNotAccepted: AI Gateway has not accepted the anchor route.
 	ReasonAnchorNotAccepted = "AnchorNotAccepted"
 
@@ -74,7 +82,10 @@ type Verdict struct {
 
 // evidence is what the observed composed resources show.
 type evidence struct {
-	address              string
+	address string
+	// listenersProgrammed: every listener of the Gateway is Programmed
+	// with its references resolved.
+	listenersProgrammed  bool
 	anchorAccepted       bool
 	clientPolicyAccepted bool
 	callerPolicyAccepted bool
@@ -89,6 +100,9 @@ type evidence struct {
 	// marker is what the function does with its own ext-proc marker.
 	marker   ownMarker
 	problems compose.Problems
+	// notices are Normal results: what is on its way without holding
+	// readiness.
+	notices []string
 }
 
 // filterConfigEvidence is what the function knows of AI Gateway's
@@ -135,7 +149,8 @@ func (b builder) observeFilterConfig(e *evidence, obs map[string]remote.Observed
 	e.filterConfig.seen = e.filterConfig.observed && ok && o.Live()
 }
 
-// observeGateway requires an address on the Gateway.
+// observeGateway requires an address on the Gateway, and every listener
+// programmed.
 func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) error {
 	gw, ok := obs[ResourceGateway]
 	if !ok || !gw.Live() {
@@ -150,7 +165,58 @@ func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) err
 	if addr == "" {
 		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has no address yet; Envoy Gateway sets status.addresses once it has programmed it", b.in.GatewayName, b.in.GatewayNamespace))
 	}
+	return b.observeListeners(e, gw.Manifest())
+}
+
+// observeListeners requires every listener the function composes on the
+// Gateway to be Programmed with its references resolved, as Envoy Gateway
+// last judged the Gateway's current generation. An address alone says
+// nothing about the listeners: with a bad certificate (or one that does
+// not match) Envoy Gateway sets the https listener ResolvedRefs=False,
+// InvalidCertificateRef, and Programmed=False, Invalid, while the Gateway
+// keeps its address (gateway v1.8.1 internal/gatewayapi/validate.go,
+// validateTerminateModeAndGetTLSSecrets and validateListenerConditions;
+// internal/gatewayapi/tls.go, validateCertificate). A listener Envoy
+// Gateway has not reported, or reported for an older generation, counts as
+// not programmed.
+func (b builder) observeListeners(e *evidence, gw map[string]any) error {
+	gen := upstream.Generation(gw)
+	var bad []string
+	for _, l := range b.listenerNames() {
+		conds, reported, err := upstream.ListenerConditions(gw, l)
+		if err != nil {
+			return errors.Wrapf(err, "cannot read the listeners of the observed Gateway %q", b.in.GatewayName)
+		}
+		if !reported {
+			bad = append(bad, fmt.Sprintf("Envoy Gateway has not reported the listener %q yet", l))
+			continue
+		}
+		for _, t := range []gwapiv1.ListenerConditionType{gwapiv1.ListenerConditionProgrammed, gwapiv1.ListenerConditionResolvedRefs} {
+			c := meta.FindStatusCondition(conds, string(t))
+			switch {
+			case c == nil:
+				bad = append(bad, fmt.Sprintf("Envoy Gateway has not reported %s for the listener %q yet", t, l))
+			case gen > 0 && c.ObservedGeneration < gen:
+				bad = append(bad, fmt.Sprintf("the listener %q's %s is for generation %d of the Gateway, not %d: Envoy Gateway has not judged the change yet", l, t, c.ObservedGeneration, gen))
+			case !upstream.IsTrue(c):
+				bad = append(bad, upstream.WithMessage(fmt.Sprintf("the listener %q is %s=%s (%s)", l, t, c.Status, c.Reason), c))
+			}
+		}
+	}
+	e.listenersProgrammed = len(bad) == 0
+	if !e.listenersProgrammed {
+		e.problems.Add(ReasonListenersNotProgrammed, fmt.Sprintf("the Gateway %q does not serve on every listener: %s", b.in.GatewayName, strings.Join(bad, "; ")))
+	}
 	return nil
+}
+
+// listenerNames are the listeners the function composes on the Gateway:
+// http, and https with TLS (gateway).
+func (b builder) listenerNames() []string {
+	if b.spec.TLSEnabled() {
+		return []string{ListenerHTTP, ListenerHTTPS}
+	}
+	return []string{ListenerHTTP}
 }
 
 // observeAnchor requires AI Gateway to have accepted the anchor route.
@@ -247,7 +313,7 @@ func (e *evidence) condition(d string, auth bool) compose.Condition {
 		if auth {
 			accepted = "anchor route, client policy and caller auth accepted"
 		}
-		msg = fmt.Sprintf("Gateway has address %s; %s; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
+		msg = fmt.Sprintf("Gateway has address %s and every listener programmed; %s; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
 			e.address, accepted, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
 		if len(e.authWarnings) > 0 {
 			msg += ". Caller auth: " + strings.Join(e.authWarnings, "; ")

@@ -49,7 +49,7 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 	}
 	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))
 	for _, r := range b.spec.TLS.CertificateRefs {
-		s := tlsSecret{name: r.Name, copy: remote.CopyStateIn(req.Observed, ResourceTLSSecretPrefix+r.Name)}
+		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, ResourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
 		items, resolved := req.Required[requireTLSSecretPrefix+r.Name]
 		switch {
 		case !resolved:
@@ -78,8 +78,11 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 }
 
 // observeTLS adds SecretsMissing for each TLS Secret that is missing or
-// incomplete on the control plane, or has not reached the gateway cluster
-// yet: the https listener cannot terminate TLS without it.
+// incomplete on the control plane, or has never reached the gateway
+// cluster: the https listener cannot terminate TLS without it. A renewal
+// on its way (a new version of a Secret whose copy was delivered before)
+// holds nothing: the https listener serves the version delivered before
+// until the new one arrives, so it is only a Normal notice.
 func (b builder) observeTLS(e *evidence, secrets []tlsSecret) {
 	for _, s := range secrets {
 		switch {
@@ -87,10 +90,23 @@ func (b builder) observeTLS(e *evidence, secrets []tlsSecret) {
 			e.problems.Add(ReasonSecretsMissing, s.problem)
 		case !s.present:
 			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
-		case !s.copy.Delivered:
+		case !s.serving():
 			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
+		case s.renewing():
+			e.notices = append(e.notices, fmt.Sprintf("a new version of the TLS Secret %q (resourceVersion %s) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion %s) until it arrives", s.name, s.version, s.copy.LiveVersion))
 		}
 	}
+}
+
+// serving reports whether the gateway cluster has a copy of the Secret
+// with its values: the Object's current spec is delivered, or an earlier
+// version was (the live copy carries a version annotation).
+func (s tlsSecret) serving() bool { return s.copy.Delivered || s.copy.LiveVersion != "" }
+
+// renewing reports whether a version of the Secret newer than the one on
+// the gateway cluster is on its way there.
+func (s tlsSecret) renewing() bool {
+	return !s.copy.Delivered && s.copy.LiveVersion != "" && s.copy.LiveVersion != s.version
 }
 
 // tlsSecretObject is the certificateRef's kubernetes.io/tls Secret in the

@@ -459,6 +459,15 @@ type CopyState struct {
 	// Delivered: the provider has synced the Object's current spec, with
 	// its references, so the remote Secret has the values.
 	Delivered bool
+	// AppliedVersion is the version annotation of the manifest in the
+	// Object's spec, as Crossplane last applied it; LiveVersion that of the
+	// remote Secret as the provider last read it, while the Object is Live.
+	// Each is empty without one. The annotation goes into the manifest
+	// only together with the references (SecretCopy.Object), and the
+	// provider applies the two at once, so a remote Secret that carries a
+	// version annotation has been given the control-plane values at that
+	// version or a later one.
+	AppliedVersion, LiveVersion string
 }
 
 // CopyStateIn reads the CopyState of the observed Object under name.
@@ -468,4 +477,27 @@ func CopyStateIn(obs map[string]Observed, name string) CopyState {
 		MayReference: ok && (o.HasReferences() || (o.Finalized() && o.Reported())),
 		Delivered:    ok && o.HasReferences() && o.Reported() && o.SyncedNow(),
 	}
+}
+
+// CopyStateAt reads the CopyState of the observed Object under name with
+// the versions its manifests carry in annotation.
+func CopyStateAt(obs map[string]Observed, name, annotation string) CopyState {
+	c := CopyStateIn(obs, name)
+	o, ok := obs[name]
+	if !ok {
+		return c
+	}
+	c.AppliedVersion = annotationOf(o.Applied(), annotation)
+	if o.Live() {
+		c.LiveVersion = annotationOf(o.Manifest(), annotation)
+	}
+	return c
+}
+
+// annotationOf reads one annotation of a manifest.
+func annotationOf(m map[string]any, key string) string {
+	md, _ := m["metadata"].(map[string]any)
+	a, _ := md["annotations"].(map[string]any)
+	v, _ := a[key].(string)
+	return v
 }

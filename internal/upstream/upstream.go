@@ -87,6 +87,42 @@ func GatewayAddress(gw map[string]any) (string, error) {
 	return "", nil
 }
 
+// ListenerConditions returns the conditions Envoy Gateway wrote for the
+// listener name of a Gateway manifest (status.listeners), and whether it
+// reported that listener at all. Envoy Gateway rebuilds status.listeners
+// from the Gateway's spec on every translation, one entry per listener,
+// each condition stamped with the Gateway's generation (gateway v1.8.1
+// internal/gatewayapi/contexts.go, the GatewayContext's ResetListeners;
+// internal/gatewayapi/status/gateway.go, SetGatewayListenerStatusCondition).
+func ListenerConditions(gw map[string]any, name string) ([]metav1.Condition, bool, error) {
+	st := &gwapiv1.GatewayStatus{}
+	if err := decode.Into("the Gateway", "status", gw["status"], st); err != nil {
+		return nil, false, err
+	}
+	for _, l := range st.Listeners {
+		if string(l.Name) == name {
+			return l.Conditions, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// Generation reads metadata.generation of a manifest, 0 if it has none.
+// Manifests reach the function through protobuf Structs, so numbers are
+// float64.
+func Generation(m map[string]any) int64 {
+	md, _ := m["metadata"].(map[string]any)
+	switch g := md["generation"].(type) {
+	case float64:
+		return int64(g)
+	case int64:
+		return g
+	case int:
+		return int64(g)
+	}
+	return 0
+}
+
 // RouteAccepted returns the acceptance of an AIGatewayRoute manifest. AI
 // Gateway keeps at most one condition, Accepted (True) or NotAccepted
 // (False) (ai-gateway v1.0.0 api/v1beta1/status.go;

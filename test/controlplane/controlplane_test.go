@@ -304,7 +304,7 @@ func (sc *scenarios) agree(t *testing.T) string {
 		}
 		objReady := conditionStatus(obj, "Ready") == "True"
 		gr, reason := conditionStatus(xr, gateway.ConditionType), conditionReason(xr, gateway.ConditionType)
-		if reason == gateway.ReasonNotProgrammed || reason == gateway.ReasonAnchorNotAccepted ||
+		if reason == gateway.ReasonNotProgrammed || reason == gateway.ReasonListenersNotProgrammed || reason == gateway.ReasonAnchorNotAccepted ||
 			reason == gateway.ReasonClientPolicyNotAccepted || reason == gateway.ReasonDeploymentNotObserved {
 			return "GatewayReady waits on something other than the rollout: " + reason
 		}

@@ -312,6 +312,20 @@ func (w *world) envoyGateway() {
 	if gw.status["addresses"] == nil {
 		gw.status["addresses"] = []any{map[string]any{"type": "IPAddress", "value": "203.0.113.10"}}
 	}
+	// One status entry per listener of the spec, rebuilt on every pass;
+	// the model's certificates are always valid, so each is Programmed
+	// with its references resolved (gateway v1.8.1
+	// internal/gatewayapi/contexts.go, ResetListeners;
+	// internal/gatewayapi/validate.go, validateListenerConditions).
+	var listeners []any
+	ls, _ := obj(gw.manifest["spec"])["listeners"].([]any)
+	for _, l := range ls {
+		listeners = append(listeners, map[string]any{"name": obj(l)["name"], "conditions": []any{
+			map[string]any{"type": "Programmed", "status": "True", "reason": "Programmed"},
+			map[string]any{"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs"},
+		}})
+	}
+	gw.status["listeners"] = listeners
 	if w.dep == nil {
 		w.dep = &deployment{incarnation: 1, generation: 1, specReplicas: replicas, template: 1, envoyVersion: w.egVersion, annotations: map[string]string{}}
 		return
