@@ -61,6 +61,12 @@ func Backoff(xr map[string]any, typ string, now time.Time) time.Duration {
 	if c := meta.FindStatusCondition(conditionsOf(xr), typ); c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.IsZero() {
 		since = c.LastTransitionTime.Time
 	}
+	return BackoffSince(since, now)
+}
+
+// BackoffSince is the TTL for a composite that has been waiting since
+// since: FastRequeue, then SlowRequeue, then 0 (the caller's default).
+func BackoffSince(since, now time.Time) time.Duration {
 	switch d := now.Sub(since); {
 	case d < FastFor:
 		return FastRequeue

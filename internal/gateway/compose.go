@@ -29,9 +29,14 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
-	self, _ := claimantOf(req.Composite)
-	if w, ok := clusterWinner(req, spec.ProviderConfigName); ok && w.Name != self.Name {
-		return lose(req, self, w, spec.ProviderConfigName, apiVersion), nil
+	cl := clusterOf(req, spec.ProviderConfigName)
+	if cl.winner.Name != cl.self.Name {
+		return lose(req, cl, spec.ProviderConfigName, apiVersion), nil
+	}
+	if cl.previous != "" {
+		if left, resolved := previousLeft(req); !resolved || len(left) > 0 {
+			return waitForPrevious(req, cl, left, resolved, spec.ProviderConfigName, apiVersion), nil
+		}
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
@@ -41,18 +46,24 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
+	st := b.status(ev, callers)
+	// The claim: this gateway composes its cluster.
+	st.ClusterGateway = cl.self.Name
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule),
 		Implied:      spec.Implied(),
-		Status:       b.status(ev, callers),
+		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
 		Warnings:     ev.authWarnings,
 		Requirements: b.tlsRequirements(),
 		RequeueAfter: requeueAfter(req.Composite, c, req.Now, ev.marker.due),
 	}
-	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
+	// While it takes the cluster over, it keeps asking for the previous
+	// gateway's Objects, so that its requirements stay as they were when
+	// it found them gone.
+	maps.Copy(res.Requirements, cl.requirements(req.Input.ObjectNamespace, apiVersion))
 	maps.Copy(res.Requirements, b.callerRequirements())
 	b.composeTLS(secrets, req.Observed, res.Resources)
 	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)

@@ -192,6 +192,10 @@ type Status struct {
 	Rollout   *Rollout   `json:"rollout,omitempty"`
 	// Auth says whether callers must authenticate, and with what.
 	Auth *AuthStatus `json:"auth,omitempty"`
+	// ClusterGateway is the InferenceGateway this one saw compose the
+	// gateway on its cluster: its own name once it has (its claim, see
+	// Winner).
+	ClusterGateway string `json:"clusterGateway,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
