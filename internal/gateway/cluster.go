@@ -129,9 +129,7 @@ func claimantOf(xr map[string]any) (Claimant, string) {
 
 // cluster is what one InferenceGateway knows of its cluster's claimants.
 type cluster struct {
-	// resolved: Crossplane has fetched the InferenceGateways.
-	resolved bool
-	self     Claimant
+	self Claimant
 	// winner composes the cluster; it is self when self wins, or when the
 	// list is not resolved yet.
 	winner Claimant
@@ -151,7 +149,6 @@ func clusterOf(req compose.Request, providerConfig string) cluster {
 	if !resolved {
 		return cl
 	}
-	cl.resolved = true
 	cs := []Claimant{self}
 	for _, it := range items {
 		c, pc := claimantOf(it)
@@ -166,13 +163,20 @@ func clusterOf(req compose.Request, providerConfig string) cluster {
 		return cl
 	}
 	// Self takes the cluster over. The gateway it lost to before, if it
-	// did, is the one whose Objects may still be there: Crossplane removes
-	// a deleted composite's finalizer at once and the composite is gone
-	// (reconciler.go, Reconcile, the meta.WasDeleted branch), while the
-	// garbage collector deletes its composed resources after it, in the
-	// background unless the composite was deleted in the foreground. A
-	// gateway that did not lose before (created while the other was
-	// being deleted) sees it only while it is still listed.
+	// did, is the one whose Objects may still be there. Crossplane removes
+	// a deleted composite's finalizer at once, without running the
+	// pipeline (crossplane v2.2.0
+	// internal/controller/apiextensions/composite/reconciler.go, Reconcile,
+	// the meta.WasDeleted branch), so the composite is gone from the list
+	// while the garbage collector deletes its composed resources, which
+	// name it as their controller (composition_render.go,
+	// RenderComposedResourceMetadata): after it, as custom resources are
+	// deleted in the background by default, or before it only when it was
+	// deleted in the foreground (k8s.io/apiserver v0.36.1
+	// pkg/registry/generic/registry/store.go,
+	// deletionFinalizersForGarbageCollection). A gateway that did not lose
+	// to it (created while it was being deleted) sees it only while it is
+	// still listed.
 	cl.previous = self.Recorded
 	if cl.previous == "" {
 		deleting := slices.DeleteFunc(cs, func(c Claimant) bool { return !c.Deleting || !(c.Claimed || c.Serving) })
