@@ -215,12 +215,19 @@ func (cl cluster) requirements(objectNamespace, apiVersion string) map[string]co
 }
 
 // previousLeft returns the previous gateway's Objects that are still there,
-// and whether Crossplane has fetched them.
+// and whether Crossplane has fetched them. An Object that another kind of
+// composite controls (a ModelRoute of the same name in the same namespace)
+// carries the same label but is not the gateway's; one that nothing
+// controls may be the gateway's, orphaned.
 func previousLeft(req compose.Request) ([]*unstructured.Unstructured, bool) {
 	items, resolved := req.Required[requirePreviousObjects]
 	out := make([]*unstructured.Unstructured, 0, len(items))
 	for _, it := range items {
-		out = append(out, &unstructured.Unstructured{Object: it})
+		u := &unstructured.Unstructured{Object: it}
+		if c := metav1.GetControllerOf(u); c != nil && c.Kind != Kind {
+			continue
+		}
+		out = append(out, u)
 	}
 	return out, resolved
 }

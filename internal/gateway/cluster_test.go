@@ -196,3 +196,50 @@ func TestClusterOf(t *testing.T) {
 		})
 	}
 }
+
+func TestPreviousLeft(t *testing.T) {
+	object := func(name, controllerKind string) map[string]any {
+		md := map[string]any{"name": name, "namespace": "modelplane-system", "labels": map[string]any{"crossplane.io/composite": "prod"}}
+		if controllerKind != "" {
+			md["ownerReferences"] = []any{map[string]any{"apiVersion": "modelplane.ai/v1alpha1", "kind": controllerKind, "name": "prod", "uid": "u1", "controller": true}}
+		}
+		return map[string]any{"apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "Object", "metadata": md}
+	}
+	cases := map[string]struct {
+		reason   string
+		required map[string][]map[string]any
+		want     []string
+		resolved bool
+	}{
+		"NotFetched": {
+			reason:   "Not fetched yet: not known to be gone.",
+			required: map[string][]map[string]any{},
+		},
+		"Gone": {
+			reason:   "Fetched, none left.",
+			required: map[string][]map[string]any{requirePreviousObjects: nil}, resolved: true, want: []string{},
+		},
+		"Left": {
+			reason: "The gateway's Objects count, and so does one nothing controls (orphaned); one a ModelRoute of the same name controls does not.",
+			required: map[string][]map[string]any{requirePreviousObjects: {
+				object("prod-gateway", Kind), object("prod-orphan", ""), object("prod-route", "ModelRoute"),
+			}},
+			resolved: true, want: []string{"prod-gateway", "prod-orphan"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			left, resolved := previousLeft(compose.Request{Required: tc.required})
+			got := []string{}
+			for _, o := range left {
+				got = append(got, o.GetName())
+			}
+			if tc.want == nil {
+				tc.want = []string{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" || resolved != tc.resolved {
+				t.Errorf("%s\npreviousLeft(...) resolved %t (want %t), left: -want, +got:\n%s", tc.reason, resolved, tc.resolved, diff)
+			}
+		})
+	}
+}
