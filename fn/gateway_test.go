@@ -390,9 +390,9 @@ func TestGatewayStatus(t *testing.T) {
 		want   obj
 	}{
 		"Plain": {
-			reason: "Without a hostname the endpoints use the address over http; counters come from the Deployment.",
+			reason: "Without a hostname the endpoints use the address over http; counters come from the Deployment; the gateway records its claim on its cluster.",
 			dep:    deploymentManifest(3, 3, true, 3, 1, 2),
-			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"}, "clusterGateway": "inference-gateway",
 				"endpoints": obj{"openAI": "http://203.0.113.10/v1", "anthropic": "http://203.0.113.10/anthropic"},
 				"rollout":   obj{"generation": 3.0, "observedGeneration": 3.0, "replicas": 3.0, "updatedReplicas": 1.0, "availableReplicas": 2.0}},
 		},
@@ -400,7 +400,7 @@ func TestGatewayStatus(t *testing.T) {
 			reason: "With TLS the endpoints use https and the hostname.",
 			spec:   tlsSpec,
 			dep:    deploymentManifest(2, 2, true, 2, 2, 2),
-			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"},
+			want: obj{"address": "203.0.113.10", "auth": obj{"method": "None"}, "clusterGateway": "inference-gateway",
 				"endpoints": obj{"openAI": "https://llm.example.com/v1", "anthropic": "https://llm.example.com/anthropic"},
 				"rollout":   obj{"generation": 2.0, "observedGeneration": 2.0, "replicas": 2.0, "updatedReplicas": 2.0, "availableReplicas": 2.0}},
 		},

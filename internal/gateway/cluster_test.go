@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 )
 
 func TestWinner(t *testing.T) {
@@ -51,6 +53,22 @@ func TestWinner(t *testing.T) {
 			reason: "Same second, both serving: the first by name.",
 			cs:     []Claimant{{Name: "b", Created: t0, Serving: true}, {Name: "a", Created: t0, Serving: true}}, want: "a",
 		},
+		"ClaimedThroughBlip": {
+			reason: "The winner's Gateway was not observed for a reconcile, so it has no address: its claim keeps the cluster from an older loser.",
+			cs:     []Claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
+		},
+		"ClaimedOverServing": {
+			reason: "A claim outranks an address (an older gateway that served before claims were recorded, and lost the race since).",
+			cs:     []Claimant{{Name: "a-old", Created: t0.Add(-time.Hour), Serving: true}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
+		},
+		"BothClaimed": {
+			reason: "Created at once, both claimed before seeing each other: the older, on both sides.",
+			cs:     []Claimant{{Name: "a-new", Created: t0.Add(time.Second), Claimed: true}, {Name: "z-old", Created: t0, Claimed: true}}, want: "z-old",
+		},
+		"DeletingWinner": {
+			reason: "A winner being deleted no longer counts: the loser wins.",
+			cs:     []Claimant{{Name: "prod", Created: t0, Claimed: true, Serving: true, Deleting: true}, {Name: "second", Created: t0.Add(time.Hour), Recorded: "prod"}}, want: "second",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -74,33 +92,153 @@ func TestWinner(t *testing.T) {
 	if _, ok := Winner(nil); ok {
 		t.Errorf("Winner(nil) found a winner")
 	}
+	if w, ok := Winner([]Claimant{{Name: "prod", Deleting: true}}); ok {
+		t.Errorf("Winner(...) picked %q, which is being deleted", w.Name)
+	}
 }
 
 func TestClaimantOf(t *testing.T) {
-	xr := func(addr, reason string) map[string]any {
-		st := map[string]any{"address": addr}
+	created := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
+	xr := func(addr, reason, recorded string, deleting bool) map[string]any {
+		st := map[string]any{"address": addr, "clusterGateway": recorded}
 		if reason != "" {
 			st["conditions"] = []any{map[string]any{"type": ConditionType, "status": "False", "reason": reason, "lastTransitionTime": "2026-12-01T00:00:00Z"}}
 		}
-		return map[string]any{
-			"metadata": map[string]any{"name": "g", "creationTimestamp": "2026-12-01T04:00:00Z"},
-			"spec":     map[string]any{"providerConfigName": "c1"}, "status": st,
+		md := map[string]any{"name": "g", "creationTimestamp": "2026-12-01T04:00:00Z"}
+		if deleting {
+			md["deletionTimestamp"] = "2026-12-01T05:00:00Z"
 		}
+		return map[string]any{"metadata": md, "spec": map[string]any{"providerConfigName": "c1"}, "status": st}
 	}
 	cases := map[string]struct {
 		xr   map[string]any
-		want bool
+		want Claimant
 	}{
-		"Address":             {xr: xr("192.0.2.1", ""), want: true},
-		"NoAddress":           {xr: xr("", ""), want: false},
-		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway), want: false},
-		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent), want: true},
+		"Address":             {xr: xr("192.0.2.1", "", "", false), want: Claimant{Serving: true}},
+		"NoAddress":           {xr: xr("", "", "", false), want: Claimant{}},
+		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: Claimant{Recorded: "other"}},
+		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: Claimant{Claimed: true, Serving: true, Recorded: "g"}},
+		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: Claimant{Claimed: true, Recorded: "g"}},
+		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: Claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c, pc := claimantOf(tc.xr)
-			if c.Serving != tc.want || pc != "c1" || c.Name != "g" || c.Created.IsZero() {
-				t.Errorf("claimantOf(...) = %+v, %q; want Serving %t on c1", c, pc, tc.want)
+			tc.want.Name, tc.want.Created = "g", created
+			if diff := cmp.Diff(tc.want, c); diff != "" || pc != "c1" {
+				t.Errorf("claimantOf(...) on %q: -want, +got:\n%s", pc, diff)
+			}
+		})
+	}
+}
+
+func TestClusterOf(t *testing.T) {
+	gw := func(name, created, recorded, addr string, deleting bool) map[string]any {
+		md := map[string]any{"name": name, "creationTimestamp": created}
+		if deleting {
+			md["deletionTimestamp"] = "2026-12-01T06:00:00Z"
+		}
+		return map[string]any{"metadata": md, "spec": map[string]any{"providerConfigName": "c1"},
+			"status": map[string]any{"clusterGateway": recorded, "address": addr}}
+	}
+	prod := gw("prod", "2026-12-01T04:00:00Z", "prod", "192.0.2.1", false)
+	prodDeleting := gw("prod", "2026-12-01T04:00:00Z", "prod", "192.0.2.1", true)
+	second := gw("second", "2026-12-01T05:00:00Z", "prod", "", false)
+	fresh := gw("fresh", "2026-12-01T07:00:00Z", "", "", false)
+	cases := map[string]struct {
+		reason       string
+		self         map[string]any
+		list         []map[string]any
+		unresolved   bool
+		wantWinner   string
+		wantPrevious string
+	}{
+		"NotFetched": {
+			reason: "Before Crossplane fetched the InferenceGateways the composite counts as the winner (Crossplane calls the function again once it has).",
+			self:   second, unresolved: true, wantWinner: "second",
+		},
+		"Loser": {
+			reason: "A live winner keeps the cluster.",
+			self:   second, list: []map[string]any{prod, second}, wantWinner: "prod",
+		},
+		"WinnerClaimed": {
+			reason: "A winner that claimed the cluster waits for nobody.",
+			self:   prod, list: []map[string]any{prod, second}, wantWinner: "prod",
+		},
+		"WinnerDeletingListed": {
+			reason: "The winner is being deleted: the loser takes over and waits for the gateway it lost to.",
+			self:   second, list: []map[string]any{prodDeleting, second}, wantWinner: "second", wantPrevious: "prod",
+		},
+		"WinnerGone": {
+			reason: "The winner is gone from the list: the loser still knows whom it lost to.",
+			self:   second, list: []map[string]any{second}, wantWinner: "second", wantPrevious: "prod",
+		},
+		"CreatedWhileDeleting": {
+			reason: "A gateway created while the winner is being deleted never lost to it, but sees it listed with a deletionTimestamp.",
+			self:   fresh, list: []map[string]any{prodDeleting, fresh}, wantWinner: "fresh", wantPrevious: "prod",
+		},
+		"FreshCluster": {
+			reason: "Alone on a cluster nobody composed: nothing to wait for.",
+			self:   fresh, list: []map[string]any{fresh}, wantWinner: "fresh",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := compose.Request{Composite: tc.self, Required: map[string][]map[string]any{}}
+			if !tc.unresolved {
+				req.Required[requireGateways] = tc.list
+			}
+			cl := clusterOf(req, "c1")
+			got := []string{cl.winner.Name, cl.previous}
+			if diff := cmp.Diff([]string{tc.wantWinner, tc.wantPrevious}, got); diff != "" {
+				t.Errorf("%s\nclusterOf(...) winner and previous: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestPreviousLeft(t *testing.T) {
+	object := func(name, controllerKind string) map[string]any {
+		md := map[string]any{"name": name, "namespace": "modelplane-system", "labels": map[string]any{"crossplane.io/composite": "prod"}}
+		if controllerKind != "" {
+			md["ownerReferences"] = []any{map[string]any{"apiVersion": "modelplane.ai/v1alpha1", "kind": controllerKind, "name": "prod", "uid": "u1", "controller": true}}
+		}
+		return map[string]any{"apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "Object", "metadata": md}
+	}
+	cases := map[string]struct {
+		reason   string
+		required map[string][]map[string]any
+		want     []string
+		resolved bool
+	}{
+		"NotFetched": {
+			reason:   "Not fetched yet: not known to be gone.",
+			required: map[string][]map[string]any{},
+		},
+		"Gone": {
+			reason:   "Fetched, none left.",
+			required: map[string][]map[string]any{requirePreviousObjects: nil}, resolved: true, want: []string{},
+		},
+		"Left": {
+			reason: "The gateway's Objects count, and so does one nothing controls (orphaned); one a ModelRoute of the same name controls does not.",
+			required: map[string][]map[string]any{requirePreviousObjects: {
+				object("prod-gateway", Kind), object("prod-orphan", ""), object("prod-route", "ModelRoute"),
+			}},
+			resolved: true, want: []string{"prod-gateway", "prod-orphan"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			left, resolved := previousLeft(compose.Request{Required: tc.required})
+			got := []string{}
+			for _, o := range left {
+				got = append(got, o.GetName())
+			}
+			if tc.want == nil {
+				tc.want = []string{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" || resolved != tc.resolved {
+				t.Errorf("%s\npreviousLeft(...) resolved %t (want %t), left: -want, +got:\n%s", tc.reason, resolved, tc.resolved, diff)
 			}
 		})
 	}

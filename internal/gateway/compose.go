@@ -29,9 +29,14 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
-	self, _ := claimantOf(req.Composite)
-	if w, ok := clusterWinner(req, spec.ProviderConfigName); ok && w.Name != self.Name {
-		return lose(req, self, w, spec.ProviderConfigName, apiVersion), nil
+	cl := clusterOf(req, spec.ProviderConfigName)
+	if cl.winner.Name != cl.self.Name {
+		return lose(req, cl, spec.ProviderConfigName, apiVersion), nil
+	}
+	if cl.previous != "" {
+		if left, resolved := previousLeft(req); !resolved || len(left) > 0 {
+			return waitForPrevious(req, cl, left, resolved, spec.ProviderConfigName, apiVersion), nil
+		}
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
@@ -43,6 +48,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
+	// The claim: this gateway composes its cluster.
+	st.ClusterGateway = cl.self.Name
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
@@ -54,7 +61,10 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Requirements: b.tlsRequirements(),
 		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
 	}
-	res.Requirements[requireGateways] = gatewaysRequirement(apiVersion)
+	// While it takes the cluster over, it keeps asking for the previous
+	// gateway's Objects, so that its requirements stay as they were when
+	// it found them gone.
+	maps.Copy(res.Requirements, cl.requirements(req.Input.ObjectNamespace, apiVersion))
 	maps.Copy(res.Requirements, b.callerRequirements())
 	if b.in.ProviderSanitizesSecrets {
 		// Ready once seen, or once it no longer matters: it is evidence

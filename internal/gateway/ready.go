@@ -34,6 +34,12 @@ const (
 	// there.
 	ReasonClusterAlreadyHasGateway = "ClusterAlreadyHasGateway"
 
+	// ReasonWaitingForPreviousGateway: this InferenceGateway has won its
+	// cluster from one that composed it before (deleted, or being
+	// deleted), whose Objects are not all gone yet; it composes nothing
+	// there until they are.
+	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
+
 	// ReasonSecretsMissing: a TLS Secret named by spec.tls.certificateRefs
 	// is missing on the control plane, lacks tls.crt or tls.key, or has not
 	// reached the gateway cluster yet; or spec.auth is set but no selected

@@ -200,6 +200,10 @@ type Status struct {
 	// nothing) to False; absent while it is True. The back-off of the
 	// gateway's requeue runs from it (compose.NotReadySince).
 	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
+	// ClusterGateway is the InferenceGateway this one saw compose the
+	// gateway on its cluster: its own name once it has (its claim, see
+	// Winner).
+	ClusterGateway string `json:"clusterGateway,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.

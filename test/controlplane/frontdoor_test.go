@@ -123,6 +123,19 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 			if msg, _ := condition(u, gateway.ConditionType)["message"].(string); !strings.Contains(msg, `"`+gatewayXRName+`"`) {
 				return "the message does not name the winner: " + msg
 			}
+			// Each records the winner in status.clusterGateway, which
+			// the XRD must keep (Crossplane prunes a status field the
+			// schema lacks).
+			if got, _, _ := unstructured.NestedString(u.Object, "status", "clusterGateway"); got != gatewayXRName {
+				return fmt.Sprintf("the second gateway's status.clusterGateway is %q, want %q", got, gatewayXRName)
+			}
+			first := sc.gatewayXR(ctx)
+			if first == nil {
+				return "the first gateway is not found"
+			}
+			if got, _, _ := unstructured.NestedString(first.Object, "status", "clusterGateway"); got != gatewayXRName {
+				return fmt.Sprintf("the first gateway's status.clusterGateway is %q, want its own name (its claim)", got)
+			}
 			return ""
 		})
 		// A few of the second gateway's reconciles: it must stay empty.

@@ -197,7 +197,22 @@ func (cv *crdVersion) compile() (*compiled, error) {
 // not changed. Numbers in obj should be int64 or float64 as
 // k8s.io/apimachinery/pkg/util/json decodes them.
 func (v *Validator) Validate(ctx context.Context, obj map[string]any) (map[string]any, field.ErrorList) {
-	return v.validate(ctx, nil, obj)
+	return v.validate(ctx, nil, obj, nil)
+}
+
+// ValidateUpdate validates obj as an update of old, a CR of one of the
+// Validator's CRDs, as the API server would: the same steps as Validate,
+// and the CEL rules see old as oldSelf, so transition rules (self ==
+// oldSelf) run, as they do on the update path (k8s.io/apiextensions-apiserver
+// v0.36.1 pkg/registry/customresource/strategy.go, ValidateUpdate, passes
+// the old object to the CEL validator; on create it passes none, and rules
+// that use oldSelf are skipped). old is pruned and defaulted the same way,
+// as the API server stored it.
+func (v *Validator) ValidateUpdate(ctx context.Context, old, obj map[string]any) (map[string]any, field.ErrorList) {
+	if old == nil {
+		return nil, field.ErrorList{field.Required(field.NewPath("oldSelf"), "an update needs the old object")}
+	}
+	return v.validate(ctx, nil, obj, old)
 }
 
 // ValidateComposed validates a composed resource. A provider-kubernetes
@@ -206,7 +221,7 @@ func (v *Validator) Validate(ctx context.Context, obj map[string]any) (map[strin
 // the provider applies it verbatim to the remote cluster, whose API server
 // validates it there. Manifest errors carry the manifest's path.
 func (v *Validator) ValidateComposed(ctx context.Context, obj map[string]any) field.ErrorList {
-	_, errs := v.validate(ctx, nil, obj)
+	_, errs := v.validate(ctx, nil, obj, nil)
 	u := unstructured.Unstructured{Object: obj}
 	if !IsObject(u.GroupVersionKind()) {
 		return errs
@@ -222,7 +237,7 @@ func (v *Validator) ValidateComposed(ctx context.Context, obj map[string]any) fi
 	if observeOnly(obj) {
 		return append(errs, v.validateIdentity(path, m)...)
 	}
-	_, merrs := v.validate(ctx, path, m)
+	_, merrs := v.validate(ctx, path, m, nil)
 	return append(errs, merrs...)
 }
 
@@ -281,7 +296,7 @@ func IsObject(gvk schema.GroupVersionKind) bool {
 	return gvk.Kind == "Object" && (gvk.Group == "kubernetes.m.crossplane.io" || gvk.Group == "kubernetes.crossplane.io")
 }
 
-func (v *Validator) validate(ctx context.Context, root *field.Path, in map[string]any) (map[string]any, field.ErrorList) {
+func (v *Validator) validate(ctx context.Context, root *field.Path, in, old map[string]any) (map[string]any, field.ErrorList) {
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(in)}
 	gvk := u.GroupVersionKind()
 	cv, err := v.lookup(gvk)
@@ -341,7 +356,14 @@ func (v *Validator) validate(ctx context.Context, root *field.Path, in map[strin
 		if blocking(errs) {
 			errs = append(errs, field.Invalid(root, nil, "CEL rules (x-kubernetes-validations) were not checked because of the errors above"))
 		} else {
-			cerrs, _ := c.cel.Validate(ctx, root, c.structural, u.Object, nil, celRuntimeCostBudget)
+			var oldObj any
+			if old != nil {
+				o := runtime.DeepCopyJSON(old)
+				pruning.PruneWithOptions(o, c.structural, true, structuralschema.UnknownFieldPathOptions{})
+				structuraldefaulting.Default(o, c.structural)
+				oldObj = o
+			}
+			cerrs, _ := c.cel.Validate(ctx, root, c.structural, u.Object, oldObj, celRuntimeCostBudget)
 			errs = append(errs, cerrs...)
 		}
 	}
