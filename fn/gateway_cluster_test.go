@@ -405,9 +405,9 @@ func TestTakeOverAfterDeletion(t *testing.T) {
 		{
 			reason: "the last one is gone: the loser composes the cluster and claims it",
 			act:    func() { delete(s.objects, "winner") },
-			// Its GatewayReady has been False since it lost, so the
-			// back-off is past its fast start.
-			want: "GatewayNotProgrammed", claim: "loser", ttl: NotReadyTTL,
+			// Losing and waiting record no not-ready spell, so the one of
+			// composing starts now, with the fast requeue.
+			want: "GatewayNotProgrammed", claim: "loser", ttl: time.Second,
 		},
 		{
 			reason: "the new winner serves",

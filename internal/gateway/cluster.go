@@ -247,7 +247,9 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 			cl.winner.Name, providerConfig, cl.self.Name),
 	}
 	res.Conditions = []compose.Condition{c}
-	res.Status = &Status{ClusterGateway: cl.winner.Name, NotReadySince: compose.NotReadySince(req.Composite, c, req.Now, false)}
+	// No notReadySince: a gateway that loses waits for a person, and the
+	// spell of the one that later takes over starts when it composes.
+	res.Status = &Status{ClusterGateway: cl.winner.Name}
 	return res
 }
 
@@ -274,8 +276,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 // being deleted at all, which waits for a person.
 func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstructured, resolved bool, providerConfig, apiVersion string) *compose.Result {
 	res := release(req)
-	st := &Status{ClusterGateway: cl.previous}
-	res.Status = st
+	res.Status = &Status{ClusterGateway: cl.previous}
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	var msg string
 	if !resolved {
@@ -305,9 +306,7 @@ func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstr
 			res.RequeueAfter = compose.Backoff(since, req.Now)
 		}
 	}
-	c := compose.Condition{Type: ConditionType, Reason: ReasonWaitingForPreviousGateway, Message: msg}
-	res.Conditions = []compose.Condition{c}
-	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
+	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: ReasonWaitingForPreviousGateway, Message: msg}}
 	return res
 }
 
