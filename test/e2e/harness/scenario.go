@@ -18,6 +18,9 @@ const (
 	FileXR          = "xr.yaml"
 	FileObserved    = "observed.yaml"
 	FileRequired    = "required.yaml"
+	// FileExpected says what the XR reports after the scenario's render:
+	// its Ready status and the function's own condition.
+	FileExpected = "expected.yaml"
 )
 
 // DefaultScenario names the one scenario of a composite folder that has no
@@ -53,6 +56,9 @@ type Scenario struct {
 	// Observed and Required are absolute paths of observed.yaml and
 	// required.yaml, or empty when the scenario has none.
 	Observed, Required string
+	// Expected is the absolute path of the scenario's expected.yaml, or
+	// empty when it has none.
+	Expected string
 }
 
 // ID names the scenario as <composite>/<scenario>.
@@ -133,6 +139,9 @@ func Discover(exampleDir string) ([]Scenario, error) {
 			}
 			if f := filepath.Join(dir, FileRequired); isFile(f) {
 				s.Required = f
+			}
+			if f := filepath.Join(dir, FileExpected); isFile(f) {
+				s.Expected = f
 			}
 			out = append(out, s)
 		}
