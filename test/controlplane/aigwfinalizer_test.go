@@ -24,10 +24,12 @@ import (
 // (internal/controller/controller.go) removes the finalizer with one
 // client.Update of the object its Reconcile read from the informer's
 // cache; when that Update conflicts it only logs the error and returns
-// without one, so nothing requeues the object. Its controllers take only
-// the updates that change metadata.generation
+// without one, so controller-runtime does not requeue the object. Its
+// controllers take only the updates that change metadata.generation
 // (TypedControllerBuilderForCRD's predicate.GenerationChangedPredicate),
-// and the object's later changes (its status, the cache's resync) do not.
+// and the object's later changes (its status, the cache's resync) do not;
+// only a generic event from a related controller's channel, which the
+// predicate does not filter, reconciles it again, if one happens to come.
 // So the object stays Terminating with the finalizer, and the
 // provider-kubernetes Object that made it keeps its own finalizer until
 // the object is gone (provider-kubernetes v1.3.1 internal/controller/
