@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,10 +128,9 @@ func classifyLost(remote *unstructured.Unstructured, gvr schema.GroupVersionReso
 func finalizerLostLine(log string, gvr schema.GroupVersionResource, ns, name string) string {
 	conflict := fmt.Sprintf("Operation cannot be fulfilled on %s %q", gvr.GroupResource().String(), name)
 	var found string
-	s := bufio.NewScanner(strings.NewReader(log))
-	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for s.Scan() {
-		fields := strings.Split(s.Text(), "\t")
+	for line := range strings.Lines(log) {
+		line = strings.TrimRight(line, "\n")
+		fields := strings.Split(line, "\t")
 		i := slices.Index(fields, aiGatewayFinalizerLost)
 		if i < 0 || i+1 >= len(fields) {
 			continue
@@ -145,7 +143,7 @@ func finalizerLostLine(log string, gvr schema.GroupVersionResource, ns, name str
 			continue
 		}
 		if e, _ := kv["error"].(string); strings.Contains(e, conflict) {
-			found = s.Text() // the last one
+			found = line // the last one
 		}
 	}
 	return found
