@@ -183,6 +183,9 @@ func TestControlPlane(t *testing.T) {
 	t.Logf("changes seen, by resource: %v", w.eventCounts())
 	obs, viol := w.sidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
+	if sc.lostFinalizers > 0 {
+		t.Logf("UPSTREAM %s: %d AI Gateway finalizers were lost and removed by hand in scenario 6 (see its log)", upstreamFinalizerIssue, sc.lostFinalizers)
+	}
 	if all && obs == 0 {
 		t.Errorf("the sidecar invariant was never checked")
 	}
@@ -211,6 +214,11 @@ type scenarios struct {
 	ctx context.Context
 	t0  time.Time // the InferenceGateway's creation
 	sp  *speeds   // what the scenarios measured
+
+	// lostFinalizers counts the objects whose deletion AI Gateway's lost
+	// finalizer removal held and the suite released by hand
+	// (aigwfinalizer_test.go).
+	lostFinalizers int
 }
 
 // eventually polls check every 200 ms until it returns "" or the wait
@@ -878,13 +886,18 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 			return err.Error()
 		}
 		if len(l.Items) > 0 {
+			// An Object waits for its object on the gateway cluster to
+			// go; one AI Gateway's lost finalizer removal holds gets the
+			// operator's workaround, anything else still fails the wait.
+			remote := sc.releaseLostFinalizers(ctx, t, l.Items)
 			// Say which, and why it stays: a stuck finalizer reads
 			// differently from a slow garbage collector.
 			left := make([]string, 0, len(l.Items))
 			for _, o := range l.Items {
 				syn := condition(&o, "Synced")
-				left = append(left, fmt.Sprintf("%s (%s; deleting since %v; finalizers %v; Synced %v: %v)", o.GetName(),
-					o.GetAnnotations()[annotationResourceName], o.GetDeletionTimestamp(), o.GetFinalizers(), syn["status"], syn["message"]))
+				left = append(left, fmt.Sprintf("%s (%s; deleting since %v; finalizers %v; Synced %v: %v; %s)", o.GetName(),
+					o.GetAnnotations()[annotationResourceName], o.GetDeletionTimestamp(), o.GetFinalizers(), syn["status"], syn["message"],
+					remote[o.GetName()]))
 			}
 			return fmt.Sprintf("%d Objects left in %s: %s", len(l.Items), teamControlNS, strings.Join(left, "; "))
 		}
@@ -902,7 +915,9 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		}
 		return ""
 	})
-	t.Logf("the ModelRoute and everything it composed were gone %s after its deletion", time.Since(start).Round(time.Millisecond))
+	t.Logf("the ModelRoute and everything it composed were gone %s after its deletion; AI Gateway finalizers removed by hand (%s): %d",
+		time.Since(start).Round(time.Millisecond), upstreamFinalizerIssue, sc.lostFinalizers)
+	sc.sp.record("scenario-6", evLostFinalizers, float64(sc.lostFinalizers))
 
 	ns, err := sc.get(sc.ctx, gvrNamespace, "", w.teamNS)
 	switch {

@@ -32,6 +32,10 @@ const (
 	evRolloutDone  = "rollout-complete"
 	evRateAtRest   = "apiserver-requests-per-second-at-rest"
 	evRateRollout  = "apiserver-requests-per-second-rollout"
+	// evLostFinalizers counts, in scenario 6, the objects on the gateway
+	// cluster whose AI Gateway finalizer the suite removed by hand
+	// (aigwfinalizer_test.go): a count, not a time.
+	evLostFinalizers = "aigw-2565-finalizers-removed"
 )
 
 // timelineEnv names the file the timelines go to.
