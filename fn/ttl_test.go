@@ -2,6 +2,7 @@ package fn
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -158,9 +159,7 @@ func crossplaneWritesStatus(t *testing.T, xr obj, rsp *fnv1.RunFunctionResponse,
 		conds, _ = st["conditions"].([]any)
 	}
 	st := obj{}
-	for k, v := range status(rsp) {
-		st[k] = v
-	}
+	maps.Copy(st, status(rsp))
 	for _, c := range rsp.GetConditions() {
 		s := strings.TrimPrefix(c.GetStatus().String(), "STATUS_CONDITION_")
 		nc := obj{"type": c.GetType(), "status": strings.ToUpper(s[:1]) + strings.ToLower(s[1:]), "reason": c.GetReason(), "message": c.GetMessage(), "lastTransitionTime": now.UTC().Format(time.RFC3339)}
@@ -181,9 +180,7 @@ func crossplaneWritesStatus(t *testing.T, xr obj, rsp *fnv1.RunFunctionResponse,
 	}
 	st["conditions"] = conds
 	next := obj{}
-	for k, v := range xr {
-		next[k] = v
-	}
+	maps.Copy(next, xr)
 	next["status"] = st
 	return next
 }

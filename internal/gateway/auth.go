@@ -228,55 +228,16 @@ func (b builder) readCallers(req compose.Request) callers {
 // Object at its --poll interval, which no version annotation holds back:
 // a Secret changed between two reconciles can reach its copy then.
 func (c *callers) choose(data map[string]map[string]any) {
-	byRemote := map[string]*callerSecret{}
-	for i := range c.selected {
-		byRemote[c.selected[i].remoteName] = &c.selected[i]
-	}
-	// unsettled are the copies the observed policy names whose keys the
-	// function does not know: not settled, or no longer selected.
-	var unsettled []string
-	for _, n := range slices.Sorted(maps.Keys(c.inPolicy)) {
-		if s, ok := byRemote[n]; !ok || !s.settled() {
-			unsettled = append(unsettled, n)
-		}
-	}
+	unsettled := c.unsettledInPolicy()
 	owner := map[string]string{} // client ID -> Secret that holds it
 	keyOf := map[string]string{} // key -> client ID
 	transit := ""                // the named copy on its way the policy keeps
 	for i := range c.selected {
 		s := &c.selected[i]
-		named := c.inPolicy[s.remoteName]
-		switch {
-		case s.problem != "":
-			continue
-		case !s.settled() && !named:
-			// Not read by Envoy Gateway yet: it joins once delivered.
-			continue
-		case !s.settled() && transit != "":
-			c.waits = append(c.waits, fmt.Sprintf("caller Secret %q is out of the caller-auth SecurityPolicy until its new version is delivered: Envoy Gateway reads only one caller Secret whose keys are changing at a time (now %q), because it rejects the whole policy if two Secrets hold one API key; its callers are denied meanwhile", s.name, transit))
-			continue
-		case s.settled() && !named && len(unsettled) > 0:
-			c.waits = append(c.waits, fmt.Sprintf("caller Secret %q joins the caller-auth SecurityPolicy once the copies it names are delivered (%s), so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(unsettled)))
+		if s.problem != "" || c.waitsToJoin(s, transit, unsettled) {
 			continue
 		}
-		local := map[string]string{}
-		var dups []string
-		for _, id := range slices.Sorted(maps.Keys(data[s.name])) {
-			if prev, seen := owner[id]; seen {
-				dups = append(dups, fmt.Sprintf("client ID %q is in the caller Secrets %q and %q; Envoy Gateway uses the key in %q, the first by name, and ignores the other; keep each client ID in one Secret", id, prev, s.name, prev))
-				continue
-			}
-			key, _ := data[s.name][id].(string)
-			other, dup := keyOf[key]
-			if !dup {
-				other, dup = local[key]
-			}
-			if dup {
-				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has the same API key as client ID %q, and Envoy Gateway rejects a policy with a duplicated API key, which would deny every caller; give each client its own key", s.name, id, other)
-				break
-			}
-			local[key] = id
-		}
+		local, dups := s.checkKeys(data[s.name], owner, keyOf)
 		if s.problem != "" {
 			continue
 		}
@@ -294,23 +255,69 @@ func (c *callers) choose(data map[string]map[string]any) {
 	c.holdVersions()
 }
 
-// holdVersions decides which copies keep the version they have (choose).
-func (c *callers) holdVersions() {
-	// unchecked are the copies Envoy Gateway may read (the observed or the
-	// desired policy names them) whose keys the function has not compared
-	// with the others': all but those settled and in use.
-	unchecked := map[string]bool{}
-	for n := range c.inPolicy {
-		unchecked[n] = true
+// unsettledInPolicy are the copies the observed policy names whose keys
+// the function does not know: not settled, or no longer selected.
+func (c *callers) unsettledInPolicy() []string {
+	byRemote := map[string]*callerSecret{}
+	for i := range c.selected {
+		byRemote[c.selected[i].remoteName] = &c.selected[i]
 	}
-	for _, s := range c.selected {
-		switch {
-		case s.settled() && s.inUse:
-			delete(unchecked, s.remoteName)
-		case s.inUse:
-			unchecked[s.remoteName] = true
+	var unsettled []string
+	for _, n := range slices.Sorted(maps.Keys(c.inPolicy)) {
+		if s, ok := byRemote[n]; !ok || !s.settled() {
+			unsettled = append(unsettled, n)
 		}
 	}
+	return unsettled
+}
+
+// waitsToJoin reports whether s stays out of the policy in this
+// reconcile (choose), and says why where a person may wonder.
+func (c *callers) waitsToJoin(s *callerSecret, transit string, unsettled []string) bool {
+	named := c.inPolicy[s.remoteName]
+	switch {
+	case !s.settled() && !named:
+		// Not read by Envoy Gateway yet: it joins once delivered.
+		return true
+	case !s.settled() && transit != "":
+		c.waits = append(c.waits, fmt.Sprintf("caller Secret %q is out of the caller-auth SecurityPolicy until its new version is delivered: Envoy Gateway reads only one caller Secret whose keys are changing at a time (now %q), because it rejects the whole policy if two Secrets hold one API key; its callers are denied meanwhile", s.name, transit))
+		return true
+	case s.settled() && !named && len(unsettled) > 0:
+		c.waits = append(c.waits, fmt.Sprintf("caller Secret %q joins the caller-auth SecurityPolicy once the copies it names are delivered (%s), so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(unsettled)))
+		return true
+	}
+	return false
+}
+
+// checkKeys compares the keys of s (its data, client ID to key) with those
+// of the Secrets already in use (owner, keyOf), and returns its own keys
+// (key to client ID) and notes on client IDs another Secret holds. A key
+// another client holds, here or in s, leaves s out: it sets s.problem.
+func (s *callerSecret) checkKeys(data map[string]any, owner, keyOf map[string]string) (map[string]string, []string) {
+	local := map[string]string{}
+	var dups []string
+	for _, id := range slices.Sorted(maps.Keys(data)) {
+		if prev, seen := owner[id]; seen {
+			dups = append(dups, fmt.Sprintf("client ID %q is in the caller Secrets %q and %q; Envoy Gateway uses the key in %q, the first by name, and ignores the other; keep each client ID in one Secret", id, prev, s.name, prev))
+			continue
+		}
+		key, _ := data[id].(string)
+		other, dup := keyOf[key]
+		if !dup {
+			other, dup = local[key]
+		}
+		if dup {
+			s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has the same API key as client ID %q, and Envoy Gateway rejects a policy with a duplicated API key, which would deny every caller; give each client its own key", s.name, id, other)
+			return nil, nil
+		}
+		local[key] = id
+	}
+	return local, dups
+}
+
+// holdVersions decides which copies keep the version they have (choose).
+func (c *callers) holdVersions() {
+	unchecked := c.uncheckedCopies()
 	for i := range c.selected {
 		s := &c.selected[i]
 		if s.settled() || !s.delivery.MayReference || s.delivery.AppliedVersion == "" {
@@ -338,6 +345,25 @@ func (c *callers) holdVersions() {
 			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the copies %s are delivered or out of the caller-auth SecurityPolicy, so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(others)))
 		}
 	}
+}
+
+// uncheckedCopies are the copies Envoy Gateway may read (the observed or
+// the desired policy names them) whose keys the function has not compared
+// with the others': all but those settled and in use.
+func (c *callers) uncheckedCopies() map[string]bool {
+	unchecked := map[string]bool{}
+	for n := range c.inPolicy {
+		unchecked[n] = true
+	}
+	for _, s := range c.selected {
+		switch {
+		case s.settled() && s.inUse:
+			delete(unchecked, s.remoteName)
+		case s.inUse:
+			unchecked[s.remoteName] = true
+		}
+	}
+	return unchecked
 }
 
 // inUse lists the Secrets the SecurityPolicy references: those Envoy

@@ -179,7 +179,7 @@ func clusterOf(req compose.Request, providerConfig string) cluster {
 	// still listed.
 	cl.previous = self.Recorded
 	if cl.previous == "" {
-		deleting := slices.DeleteFunc(cs, func(c Claimant) bool { return !c.Deleting || !(c.Claimed || c.Serving) })
+		deleting := slices.DeleteFunc(cs, func(c Claimant) bool { return !c.Deleting || (!c.Claimed && !c.Serving) })
 		if len(deleting) > 0 {
 			cl.previous = slices.MinFunc(deleting, compareClaims).Name
 		}
@@ -286,16 +286,16 @@ func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstr
 		since, stuck := req.Now, false
 		names := make([]string, 0, len(left))
 		for _, o := range left {
-			switch t := o.GetDeletionTimestamp(); {
-			case t == nil:
+			t := o.GetDeletionTimestamp()
+			if t == nil {
 				stuck = true
 				names = append(names, o.GetName()+" (not being deleted)")
-			default:
-				if t.Time.Before(since) {
-					since = t.Time
-				}
-				names = append(names, o.GetName())
+				continue
 			}
+			if t.Time.Before(since) {
+				since = t.Time
+			}
+			names = append(names, o.GetName())
 		}
 		slices.Sort(names)
 		msg = fmt.Sprintf("the InferenceGateway %q composed the gateway on the cluster of providerConfigName %q before; %d of its Objects remain in %q (%s), and deleting them deletes the remote objects of the same fixed names, so %q composes nothing there until they are gone",

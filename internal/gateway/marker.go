@@ -173,6 +173,34 @@ func planMarker(e *evidence, carried string, rec *MarkerStatus, now time.Time) o
 	if carried != "" {
 		return ownMarker{value: carried}
 	}
+	m := markerEvidence(e)
+	if len(m.blockers) > 0 || m.since.IsZero() || m.unverifiable {
+		return m
+	}
+	completed := m.since.Format(time.RFC3339)
+	// A first sight is recorded to the whole second, rounded up, so that
+	// the settle time is never shortened by the record's precision.
+	m.firstSeen = now.UTC().Truncate(time.Second)
+	if m.firstSeen.Before(now) {
+		m.firstSeen = m.firstSeen.Add(time.Second)
+	}
+	if rec != nil && rec.RolloutCompleted == completed {
+		if t, err := time.Parse(time.RFC3339, rec.FirstSeen); err == nil && !t.After(m.firstSeen) {
+			m.firstSeen = t.UTC()
+		}
+	}
+	m.record = &MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
+	if now.Sub(m.firstSeen) >= markerSettle {
+		m.value, m.written = completed, true
+		return m
+	}
+	m.due = m.firstSeen.Add(markerSettle)
+	return m
+}
+
+// markerEvidence reads, from this reconcile's evidence, when the rollout
+// completed and what else the function's marker waits for.
+func markerEvidence(e *evidence) ownMarker {
 	var m ownMarker
 	d := e.deployment
 	if d == nil || !markerOnlyMissing(e.rollout) {
@@ -197,27 +225,6 @@ func planMarker(e *evidence, carried string, rec *MarkerStatus, now time.Time) o
 	case !fc.seen:
 		m.blockers = append(m.blockers, fmt.Sprintf("AI Gateway's filter-config Secret %q exists in %q (without it AI Gateway's webhook admits new Envoy pods without the sidecar)", fc.name, fc.namespace))
 	}
-	if len(m.blockers) > 0 || m.since.IsZero() || m.unverifiable {
-		return m
-	}
-	completed := m.since.Format(time.RFC3339)
-	// A first sight is recorded to the whole second, rounded up, so that
-	// the settle time is never shortened by the record's precision.
-	m.firstSeen = now.UTC().Truncate(time.Second)
-	if m.firstSeen.Before(now) {
-		m.firstSeen = m.firstSeen.Add(time.Second)
-	}
-	if rec != nil && rec.RolloutCompleted == completed {
-		if t, err := time.Parse(time.RFC3339, rec.FirstSeen); err == nil && !t.After(m.firstSeen) {
-			m.firstSeen = t.UTC()
-		}
-	}
-	m.record = &MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
-	if now.Sub(m.firstSeen) >= markerSettle {
-		m.value, m.written = completed, true
-		return m
-	}
-	m.due = m.firstSeen.Add(markerSettle)
 	return m
 }
 

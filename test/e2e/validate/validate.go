@@ -356,18 +356,24 @@ func (v *Validator) validate(ctx context.Context, root *field.Path, in, old map[
 		if blocking(errs) {
 			errs = append(errs, field.Invalid(root, nil, "CEL rules (x-kubernetes-validations) were not checked because of the errors above"))
 		} else {
-			var oldObj any
-			if old != nil {
-				o := runtime.DeepCopyJSON(old)
-				pruning.PruneWithOptions(o, c.structural, true, structuralschema.UnknownFieldPathOptions{})
-				structuraldefaulting.Default(o, c.structural)
-				oldObj = o
-			}
-			cerrs, _ := c.cel.Validate(ctx, root, c.structural, u.Object, oldObj, celRuntimeCostBudget)
+			cerrs, _ := c.cel.Validate(ctx, root, c.structural, u.Object, c.asOld(old), celRuntimeCostBudget)
 			errs = append(errs, cerrs...)
 		}
 	}
 	return u.Object, errs
+}
+
+// asOld prepares the object an update replaces for the CEL rules'
+// oldSelf, pruned and defaulted as the API server stores it; nil for a
+// create.
+func (c *compiled) asOld(old map[string]any) any {
+	if old == nil {
+		return nil
+	}
+	o := runtime.DeepCopyJSON(old)
+	pruning.PruneWithOptions(o, c.structural, true, structuralschema.UnknownFieldPathOptions{})
+	structuraldefaulting.Default(o, c.structural)
+	return o
 }
 
 // blocking reports whether errs holds an error of a type after which the

@@ -69,8 +69,27 @@ func run(verbose bool, filters []string) int {
 		return 1
 	}
 
-	table := !verbose && len(filters) == 0
+	failed, err := renderAll(ctx, h, scenarios, verbose, !verbose && len(filters) == 0, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if log := h.Function.Log(); verbose && log != "" {
+		logf("function log:\n%s", log)
+	}
+	if len(failed) > 0 {
+		logf("cannot render %d of %d scenarios as expected: %s", len(failed), len(scenarios), strings.Join(failed, ", "))
+		return 1
+	}
+	return 0
+}
+
+// renderAll renders each scenario and prints the table, or each output's
+// YAML, and returns the IDs of those that failed or disagree with their
+// expected.yaml.
+func renderAll(ctx context.Context, h *harness.Harness, scenarios []harness.Scenario, verbose, table bool, logf func(string, ...any)) ([]string, error) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush() //nolint:errcheck // stdout
 	if table {
 		_, _ = fmt.Fprintln(tw, "SCENARIO\tREADY\tCONDITION\tSTATUS\tREASON\tAS EXPECTED")
 	}
@@ -78,8 +97,7 @@ func run(verbose bool, filters []string) int {
 	for _, s := range scenarios {
 		out, err := h.Render(ctx, s)
 		if err != nil {
-			logf("%v", err)
-			return 1
+			return nil, err
 		}
 		if !table {
 			fmt.Printf("# ==== %s ====\n", s.ID())
@@ -103,15 +121,7 @@ func run(verbose bool, filters []string) int {
 			failed = append(failed, s.ID())
 		}
 	}
-	_ = tw.Flush()
-	if log := h.Function.Log(); verbose && log != "" {
-		logf("function log:\n%s", log)
-	}
-	if len(failed) > 0 {
-		logf("cannot render %d of %d scenarios as expected: %s", len(failed), len(scenarios), strings.Join(failed, ", "))
-		return 1
-	}
-	return 0
+	return failed, nil
 }
 
 // check compares a render with the scenario's expected.yaml, writes its
