@@ -119,8 +119,8 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		if err != nil {
 			return fmt.Sprintf("the reader failed: %v: %s", err, strings.TrimSpace(stderr.String()))
 		}
-		d := xdsDump{}
-		if err := json.Unmarshal(out, &d); err != nil {
+		d, err := decodeDump(out)
+		if err != nil {
 			return fmt.Sprintf("cannot decode the reader's output: %v", err)
 		}
 		dump, raw = d, out
@@ -146,6 +146,24 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		t.Logf("wrote the xDS of our Gateway to %s", filepath.Join(dir, name+".json"))
 	}
 	return dump
+}
+
+// decodeDump reads the reader's output: the resources by kind (its other
+// keys, the versions and the types not answered, are for people).
+func decodeDump(out []byte) (xdsDump, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, err
+	}
+	d := xdsDump{}
+	for _, k := range []string{"listeners", "routes", "clusters", "endpoints", "secrets"} {
+		var list []map[string]any
+		if err := json.Unmarshal(raw[k], &list); err != nil {
+			return nil, fmt.Errorf("cannot read its %s: %w", k, err)
+		}
+		d[k] = list
+	}
+	return d, nil
 }
 
 // gatewayListeners are the listeners of our Gateway, named
