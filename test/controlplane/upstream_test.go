@@ -194,16 +194,7 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 	if out, err := c.ps.run(ctx, env, bin, "certgen", "--disable-topology-injector"); err != nil {
 		c.tb.Fatalf("cannot run Envoy Gateway's certgen: %v\n%s", err, out)
 	}
-	s, err := c.dyn.Resource(gvrSecret).Namespace(envoyGatewayNS).Get(ctx, "envoy-gateway", metav1.GetOptions{})
-	must(c.tb, err)
-	certs := filepath.Join(c.dir, "envoy-gateway-certs")
-	must(c.tb, os.MkdirAll(certs, 0o700))
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		v, _, _ := unstructured.NestedString(s.Object, "data", k)
-		b, err := base64.StdEncoding.DecodeString(v)
-		must(c.tb, err)
-		writeFile(c.tb, filepath.Join(certs, k), b)
-	}
+	certs := c.writeCertgenSecret(ctx, "envoy-gateway", filepath.Join(c.dir, "envoy-gateway-certs"))
 	// The mount point must exist on the host; a mount namespace shares the
 	// host's tree. Remove it afterwards if this test made it.
 	if _, err := os.Stat("/certs"); os.IsNotExist(err) {
@@ -228,6 +219,21 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 		}
 		return conditionStatus(gc, "Accepted") == "True", nil
 	}))
+}
+
+// writeCertgenSecret writes the ca.crt, tls.crt and tls.key of one of
+// certgen's Secrets in envoy-gateway-system into dir, and returns dir.
+func (c *cluster) writeCertgenSecret(ctx context.Context, name, dir string) string {
+	s, err := c.dyn.Resource(gvrSecret).Namespace(envoyGatewayNS).Get(ctx, name, metav1.GetOptions{})
+	must(c.tb, err)
+	must(c.tb, os.MkdirAll(dir, 0o700))
+	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		v, _, _ := unstructured.NestedString(s.Object, "data", k)
+		b, err := base64.StdEncoding.DecodeString(v)
+		must(c.tb, err)
+		writeFile(c.tb, filepath.Join(dir, k), b)
+	}
+	return dir
 }
 
 // launchEnvoyGateway starts Envoy Gateway's server in its namespaces.

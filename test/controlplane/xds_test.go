@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
@@ -59,17 +57,7 @@ type xdsDump map[string][]map[string]any
 // Secret envoy-gateway-system/envoy, signed by the CA Envoy Gateway's xDS
 // server trusts (gateway v1.8.1 internal/crypto/cert_load.go).
 func (c *cluster) writeEnvoyCerts(ctx context.Context) string {
-	s, err := c.dyn.Resource(gvrSecret).Namespace(envoyGatewayNS).Get(ctx, "envoy", metav1.GetOptions{})
-	must(c.tb, err)
-	dir := filepath.Join(c.dir, "envoy-certs")
-	must(c.tb, os.MkdirAll(dir, 0o700))
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		v, _, _ := unstructured.NestedString(s.Object, "data", k)
-		b, err := base64.StdEncoding.DecodeString(v)
-		must(c.tb, err)
-		writeFile(c.tb, filepath.Join(dir, k), b)
-	}
-	return dir
+	return c.writeCertgenSecret(ctx, "envoy", filepath.Join(c.dir, "envoy-certs"))
 }
 
 // serviceCluster is the node cluster Envoy Gateway gives our Gateway's
