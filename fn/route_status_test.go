@@ -22,6 +22,18 @@ func statusObject(ready, reason string, synced bool) obj {
 		"data": obj{"gatewayReady": ready, "reason": reason}}, synced, true)
 }
 
+// observedRouteWithStatus is every route Object observed, with status as
+// the gateway-status Object, or without one when status is nil.
+func observedRouteWithStatus(status obj) map[string]obj {
+	o := observedRoute(true)
+	if status == nil {
+		delete(o, "gateway-status")
+	} else {
+		o["gateway-status"] = status
+	}
+	return o
+}
+
 // TestRoutingFollowsPublishedGatewayStatus checks that a ModelRoute takes
 // its gateway's verdict from the gateway-status ConfigMap it watches when
 // it sees it live, before the InferenceGateway's own condition, and that
@@ -29,15 +41,7 @@ func statusObject(ready, reason string, synced bool) obj {
 // reconcile.
 func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
-	with := func(status obj) map[string]obj {
-		o := observedRoute(true)
-		if status == nil {
-			delete(o, "gateway-status")
-		} else {
-			o["gateway-status"] = status
-		}
-		return o
-	}
+	with := observedRouteWithStatus
 	cases := map[string]struct {
 		reason   string
 		gateway  []obj
@@ -266,15 +270,7 @@ func TestReadyAgreesWithRoutingReady(t *testing.T) {
 	// looked for the ConfigMap and not found it: not Synced, no manifest.
 	notFound := object("gateway-status", nil, false, false)
 	notFound["status"] = obj{"conditions": []any{cond("Synced", false, "ReconcileError", "cannot observe external resource: external resource does not exist")}}
-	with := func(status obj) map[string]obj {
-		o := observedRoute(true)
-		if status == nil {
-			delete(o, "gateway-status")
-		} else {
-			o["gateway-status"] = status
-		}
-		return o
-	}
+	with := observedRouteWithStatus
 	cases := map[string]struct {
 		reason   string
 		gateway  []obj
