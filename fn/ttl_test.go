@@ -46,6 +46,19 @@ func gatewayResponsive(at time.Time, status string) obj {
 	return xr
 }
 
+// routeResponsive gives a ModelRoute a Responsive condition that has had
+// status since at.
+func routeResponsive(xr obj, at time.Time, status string) obj {
+	st, _ := xr["status"].(obj)
+	if st == nil {
+		st = obj{}
+		xr["status"] = st
+	}
+	conds, _ := st["conditions"].([]any)
+	st["conditions"] = append(conds, obj{"type": "Responsive", "status": status, "reason": "WatchCircuitOpen", "lastTransitionTime": at.UTC().Format(time.RFC3339)})
+	return xr
+}
+
 func TestTTL(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rolled := deploymentManifest(2, 2, true, 2, 2, 2)
@@ -110,6 +123,16 @@ func TestTTL(t *testing.T) {
 		"RouteReady": {
 			reason: "A routing ModelRoute is reconciled at the SDK's default TTL.",
 			req:    newRequest(t, routeXR(ab...), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+			want:   response.DefaultTTL,
+		},
+		"RouteReadyBreakerOpen": {
+			reason: "A routing ModelRoute whose watch events Crossplane's circuit breaker holds back (its creation burst) looks at its gateway again every 5 s, not at the one-minute TTL.",
+			req:    newRequest(t, routeResponsive(routeXR(ab...), now.Add(-time.Minute), "False"), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+			want:   route.HeldBackRoutingRequeue,
+		},
+		"RouteReadyBreakerClosedAgain": {
+			reason: "Responsive=False for longer than the breaker's cooldown: the breaker is closed; the SDK's default TTL.",
+			req:    newRequest(t, routeResponsive(routeXR(ab...), now.Add(-6*time.Minute), "False"), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 			want:   response.DefaultTTL,
 		},
 		"RouteWaitingForGateway": {

@@ -221,6 +221,17 @@ const (
 	// has lost its cluster, or whose two verdicts disagree, has stayed so
 	// for compose.FastFor; GatewayLostCluster has it from the start.
 	StuckGatewayRequeue = 10 * time.Second
+	// HeldBackRoutingRequeue is the TTL of a RoutingReady ModelRoute
+	// whose watch events Crossplane's circuit breaker holds back, for at
+	// most the breaker's cooldown. The breaker opens at a ModelRoute's
+	// creation, whose every composed Object changes several times (the
+	// provider's finalizer, its create annotations, its status: two
+	// tokens each), so for a few minutes after it a route can only learn
+	// of its gateway by looking. Each look applies every composed Object
+	// once, so it is no faster than the InferenceGateway's own
+	// (compose.SlowRequeue): with a hundred routes created at once, a
+	// second would be a thousand writes a second.
+	HeldBackRoutingRequeue = compose.SlowRequeue
 )
 
 // requeueAfter is how soon a ModelRoute that is not RoutingReady should be
@@ -271,7 +282,11 @@ const (
 //
 // While Crossplane's circuit breaker holds the watch events back (a new
 // ModelRoute's own creation burst does, for the cooldown), any other wait
-// backs off from a second (compose.Backoff). Waiting for the gateway and
+// backs off from a second (compose.Backoff), and a RoutingReady that is
+// True is looked at again every HeldBackRoutingRequeue: the gateway's
+// change would otherwise reach it only through the breaker's half-open
+// probe, one event in 30 s (crossplane v2.2.0 internal/circuit/
+// token_bucket.go, halfOpenInterval), or the one-minute default TTL. Waiting for the gateway and
 // for something else at once leaves the TTL to the caller's default: the
 // other thing's watch event, or the default, comes first.
 func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) time.Duration {
@@ -281,7 +296,10 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, sinc
 		}
 		return StuckGatewayRequeue
 	}
+	heldBack := compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration)
 	switch {
+	case p.None() && heldBack:
+		return HeldBackRoutingRequeue
 	case p.None():
 		return 0
 	case p.Only(ReasonGatewayLostCluster):
@@ -292,7 +310,7 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, sinc
 		return compose.FastRequeue
 	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
 		return fastThenStuck()
-	case since != nil && compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration):
+	case since != nil && heldBack:
 		return compose.Backoff(since.Time, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched:
 		return WatchedGatewayRequeue
