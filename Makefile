@@ -37,6 +37,13 @@ generate:
 controlplane:
 	go test -v -count=1 -timeout 60m -run '^TestControlPlane$$' ./test/controlplane
 
+# 100 ModelRoutes on one gateway, on a control plane of their own: the time
+# until the last route follows a rollout, and the API server's writes at
+# rest and during it (also part of make test-slow).
+.PHONY: controlplane-scale
+controlplane-scale:
+	go test -v -count=1 -timeout 60m -run '^TestScale100$$' ./test/controlplane
+
 # Run the control-plane suite once per deliberate break of the function
 # (test/controlplane/breaks_test.go): every run must fail where the break
 # says it is caught, and leave no process behind. Not part of make test.

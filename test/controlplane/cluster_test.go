@@ -96,6 +96,7 @@ type cluster struct {
 	// with which the suite reads Envoy Gateway's xDS (xds_test.go).
 	envoyCerts string
 
+	xpMetrics   int // Crossplane's metrics port
 	apiPort     int
 	token       string
 	kubeconfig  string // file, for the processes
@@ -468,6 +469,7 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 	cache := filepath.Join(c.dir, "xpkg-cache")
 	must(c.tb, os.MkdirAll(cache, 0o755))
 	metrics, probe := c.ps.freePort(), c.ps.freePort()
+	c.xpMetrics = metrics
 	xp := c.ps.start("crossplane", env, c.bins["crossplane"], "core", "start",
 		"--enable-webhooks=false", "--package-runtime=External",
 		"--tls-client-certs-dir="+certs,

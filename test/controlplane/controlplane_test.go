@@ -105,47 +105,8 @@ func TestControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole control plane; builds its binaries on the first run")
 	}
-	root, err := toolchain.Root()
-	must(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	if dl, ok := t.Deadline(); ok {
-		if cold := missingBinaries(root); len(cold) > 0 && time.Until(dl) < coldBuildBudget {
-			t.Fatalf("cannot build %s in time: a cold build takes about 10 minutes on two cores and the test deadline is %s away; run with -timeout 60m",
-				strings.Join(cold, ", "), time.Until(dl).Round(time.Second))
-		}
-		ctx, cancel = context.WithDeadline(context.Background(), dl.Add(-cleanupMargin))
-	}
-	t.Cleanup(cancel)
-
-	begin := time.Now()
-	bins := buildAll(ctx, t, root)
-	built := time.Now()
-
-	c := startCluster(ctx, t, root, bins)
-	webhookPort := c.ps.freePort()
-	c.installCRDs(ctx, webhookPort)
-	// Only what a platform team creates beforehand: the control-plane
-	// namespaces of the InferenceGateway's Objects and of the team's
-	// ModelRoutes, and Envoy Gateway's, which its install creates
-	// (crossplane-system comes with Crossplane). The gateway namespace is
-	// provider-kubernetes' to create.
-	c.namespace(ctx, objectNS)
-	c.namespace(ctx, teamControlNS)
-	c.namespace(ctx, envoyGatewayNS)
-	c.startCrossplane(ctx)
-	c.startProvider(ctx, webhookPort)
-	c.installFunction(ctx)
-	c.installExamples(ctx)
-	s := c.startStandIns(ctx, t)
-
-	in := &v1beta1.Input{}
-	rule, err := rollout.For(in.WithDefaults().ExtProcMarkerAnnotations)
-	must(t, err)
-	w := c.watch(ctx, t, rule, names.TeamNamespace(teamControlNS))
-	t.Logf("binaries ready in %s; control plane up in %s", built.Sub(begin).Round(time.Second), time.Since(built).Round(time.Second))
-
-	sc := &scenarios{c: c, s: s, w: w, ctx: ctx, sp: &speeds{}}
+	sc := bringUp(t)
+	w := sc.w
 	defer sc.sp.write(t)
 	all := true
 	for _, step := range []struct {
@@ -192,7 +153,55 @@ func TestControlPlane(t *testing.T) {
 	if all && checks == 0 {
 		t.Errorf("never saw the envoy-deployment Object report a manifest and Ready: the agreement check checked nothing")
 	}
-	t.Logf("total wall time %s", time.Since(begin).Round(time.Second))
+	t.Logf("total wall time %s", time.Since(sc.begin).Round(time.Second))
+}
+
+// bringUp builds the binaries, starts the control plane with the
+// function, the XRDs and Compositions and the stand-ins, and the world's
+// watch: everything a test of the suite starts from.
+func bringUp(t *testing.T) *scenarios {
+	t.Helper()
+	root, err := toolchain.Root()
+	must(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	if dl, ok := t.Deadline(); ok {
+		if cold := missingBinaries(root); len(cold) > 0 && time.Until(dl) < coldBuildBudget {
+			t.Fatalf("cannot build %s in time: a cold build takes about 10 minutes on two cores and the test deadline is %s away; run with -timeout 60m",
+				strings.Join(cold, ", "), time.Until(dl).Round(time.Second))
+		}
+		ctx, cancel = context.WithDeadline(context.Background(), dl.Add(-cleanupMargin))
+	}
+	t.Cleanup(cancel)
+
+	begin := time.Now()
+	bins := buildAll(ctx, t, root)
+	built := time.Now()
+
+	c := startCluster(ctx, t, root, bins)
+	webhookPort := c.ps.freePort()
+	c.installCRDs(ctx, webhookPort)
+	// Only what a platform team creates beforehand: the control-plane
+	// namespaces of the InferenceGateway's Objects and of the team's
+	// ModelRoutes, and Envoy Gateway's, which its install creates
+	// (crossplane-system comes with Crossplane). The gateway namespace is
+	// provider-kubernetes' to create.
+	c.namespace(ctx, objectNS)
+	c.namespace(ctx, teamControlNS)
+	c.namespace(ctx, envoyGatewayNS)
+	c.startCrossplane(ctx)
+	c.startProvider(ctx, webhookPort)
+	c.installFunction(ctx)
+	c.installExamples(ctx)
+	s := c.startStandIns(ctx, t)
+
+	in := &v1beta1.Input{}
+	rule, err := rollout.For(in.WithDefaults().ExtProcMarkerAnnotations)
+	must(t, err)
+	w := c.watch(ctx, t, rule, names.TeamNamespace(teamControlNS))
+	t.Logf("binaries ready in %s; control plane up in %s", built.Sub(begin).Round(time.Second), time.Since(built).Round(time.Second))
+
+	return &scenarios{c: c, s: s, w: w, ctx: ctx, sp: &speeds{}, begin: begin}
 }
 
 // missingBinaries lists the control-plane binaries that are not cached.
@@ -214,6 +223,8 @@ type scenarios struct {
 	ctx context.Context
 	t0  time.Time // the InferenceGateway's creation
 	sp  *speeds   // what the scenarios measured
+	// begin is when the test began, before the binaries were built.
+	begin time.Time
 
 	// lostFinalizers counts the objects whose deletion AI Gateway's lost
 	// finalizer removal held and the suite released by hand

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -154,6 +155,8 @@ type world struct {
 	scanned    int                     // Object and XR observations checked for secrets
 	events     map[string]int          // changes seen, by resource
 	sidecar    sidecarState            // the seed's invariant (sidecar_test.go)
+	spends     map[string][]spend      // breaker tokens spent, by ModelRoute (breaker_test.go)
+	spendSeen  map[types.UID]bool      // objects whose creation was counted
 }
 
 // suspect is an InferenceGateway state that breaks the invariant unless
@@ -311,6 +314,7 @@ func (w *world) onChange(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	switch gvr {
 	case gvrObject, gvrInferenceGW, gvrModelRoute:
 		w.checkSecrets(gvr, u)
+		w.recordSpend(u.GetKind(), u, now)
 	}
 	switch gvr {
 	case gvrObject:

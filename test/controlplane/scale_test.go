@@ -2,12 +2,16 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
@@ -22,47 +26,85 @@ const (
 	waitScale = 12 * time.Minute
 )
 
-// scale is scenario 7: ten ModelRoutes of sixteen backends each on the
-// gateway. Once all route, the API server's request rate at rest; then a
-// template change rolls Envoy, and each route's RoutingReady must follow
-// the gateway's GatewayReady back to True. It reports, per route, the
-// time from GatewayReady to RoutingReady (max and median) and the request
-// rates at rest and during the rollout.
+// scale is scenario 7: a new keyed ModelRoute on the ready gateway
+// (newKeyedRoute), then ten ModelRoutes of sixteen backends each. Once all
+// route, a template change rolls Envoy, and every route must follow the
+// gateway down and back up (followRollout).
 func (sc *scenarios) scale(t *testing.T) {
-	c, w, s := sc.c, sc.w, sc.s
+	sc.newKeyedRoute(t)
 	created := time.Now()
 	var names []string
 	for i := range scaleRoutes {
 		name := fmt.Sprintf("scale-%02d", i)
 		names = append(names, name)
-		c.apply(sc.ctx, scaleRoute(name, i))
+		sc.c.apply(sc.ctx, scaleRoute(name, i))
 	}
-	sc.eventually(t, waitScale, fmt.Sprintf("all %d ModelRoutes RoutingReady=True", scaleRoutes), func(ctx context.Context) string {
+	sc.allRouting(t, "scale", names, created)
+	sc.sp.record("scale", "backends-per-route", scaleBackends)
+	sc.followRollout(t, "scale", names, created, extProcImage+"-upgrade.2")
+	sc.allAccepted(t, "scale")
+	sc.w.check(t)
+}
+
+// allRouting waits until every ModelRoute in names is RoutingReady=True,
+// and records how long that took from created.
+func (sc *scenarios) allRouting(t *testing.T, key string, names []string, created time.Time) {
+	t.Helper()
+	sc.eventually(t, waitScale, fmt.Sprintf("all %d ModelRoutes RoutingReady=True", len(names)), func(ctx context.Context) string {
 		var waiting []string
 		for _, n := range names {
-			r, err := sc.get(ctx, gvrModelRoute, teamControlNS, n)
-			if err != nil || conditionStatus(r, "RoutingReady") != "True" {
+			if lastStatusBefore(sc.w.routeTransitions(teamControlNS, n), time.Now()) != "True" {
 				waiting = append(waiting, n)
 			}
 		}
 		if len(waiting) > 0 {
-			return fmt.Sprintf("%d not routing yet: %v", len(waiting), waiting)
+			return fmt.Sprintf("%d not routing yet: %v", len(waiting), waiting[:min(10, len(waiting))])
 		}
 		return ""
 	})
-	t.Logf("%d ModelRoutes of %d backends each routing %s after they were created", scaleRoutes, scaleBackends, time.Since(created).Round(time.Second))
-	sc.sp.record("scale", "routes", scaleRoutes)
-	sc.sp.record("scale", "backends-per-route", scaleBackends)
-	sc.sp.record("scale", "all-routing-after-creation", seconds(time.Since(created)))
+	t.Logf("%d ModelRoutes routing %s after they were created", len(names), time.Since(created).Round(time.Second))
+	sc.sp.record(key, "routes", float64(len(names)))
+	sc.sp.record(key, "all-routing-after-creation", seconds(time.Since(created)))
+}
 
+// followGoal is how soon every ModelRoute must follow its gateway's
+// GatewayReady, down and back up (issue 21, item 11), by the number of
+// routes on the gateway. The suite reports it, and fails no run on it: a
+// loaded machine is slow, and a timed assertion would fail for that.
+func followGoal(routes int) time.Duration {
+	if routes > 10 {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// followRollout measures the API server's writes at rest, waits out the
+// breakers (restPastBreakers), then rolls Envoy by restarting AI Gateway
+// with another ext-proc image, as an upgrade does. Every ModelRoute in
+// names must go RoutingReady=False while its gateway is not ready and come
+// back after it: one that stays True through the rollout says the model is
+// served while it may not be. It records, under key, how long each took
+// after the gateway, the writes at rest and during the rollout by client,
+// and what spent the routes' breaker tokens.
+func (sc *scenarios) followRollout(t *testing.T, key string, names []string, created time.Time, image string) {
+	t.Helper()
+	c, w := sc.c, sc.w
+	restFrom := time.Now()
 	rest := sc.restPastBreakers(t)
-	sc.sp.record("scale", evRateAtRest, rest.total)
-	t.Logf("at rest, one gateway and %d models: %s", scaleRoutes, rest)
+	restWrites := c.writesBetween(restFrom, restFrom.Add(restWindow))
+	sc.sp.record(key, evRateAtRest, rest.total)
+	sc.sp.record(key, "apiserver-writes-per-second-at-rest", restWrites.total)
+	for k, v := range restWrites.byClient {
+		sc.sp.record(key, "apiserver-writes-per-second-at-rest-"+k, v)
+	}
+	objects := sc.countObjects(t)
+	t.Logf("at rest, one gateway and %d models: %s; writes %s, for %d composed Objects (goal: at most %.1f/s, one per Object per minute)",
+		len(names), rest, restWrites, objects, float64(objects)/60)
 
 	start, err := c.countRequests(sc.ctx)
 	must(t, err)
-	// Another AI Gateway upgrade: a new ext-proc image rolls the Envoy pods.
-	c.restartAIGateway(sc.ctx, s.up, extProcImage+"-upgrade.2")
+	before := c.modelRouteReconciles(sc.ctx)
+	c.restartAIGateway(sc.ctx, sc.s.up, image)
 	sc.eventually(t, waitSettle, "GatewayReady=False for the rollout", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "False")
 	})
@@ -70,9 +112,10 @@ func (sc *scenarios) scale(t *testing.T) {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
 	gw, _ := w.transitions()
-	gr, ok := firstAfter(gw, start.at, "True")
-	if !ok {
-		t.Fatal("no GatewayReady=True transition after the rollout began")
+	gf, okF := firstAfter(gw, start.at, "False")
+	gr, okT := firstAfter(gw, start.at, "True")
+	if !okF || !okT {
+		t.Fatal("no GatewayReady=False and True transitions after the rollout began")
 	}
 	sc.eventually(t, waitScale, "every ModelRoute RoutingReady=True after the rollout", func(ctx context.Context) string {
 		var waiting []string
@@ -82,49 +125,85 @@ func (sc *scenarios) scale(t *testing.T) {
 			}
 		}
 		if len(waiting) > 0 {
-			return fmt.Sprintf("%d not routing yet: %v", len(waiting), waiting)
+			return fmt.Sprintf("%d not routing yet: %v", len(waiting), waiting[:min(10, len(waiting))])
 		}
 		return ""
 	})
 	end, err := c.countRequests(sc.ctx)
 	must(t, err)
+	t.Logf("Crossplane during the rollout: %s", c.modelRouteReconciles(sc.ctx).since(before))
 
 	rel := func(at time.Time) float64 { return seconds(at.Sub(start.at)) }
 	if at, ok := firstAfter(w.objectTransitions(), start.at, "True"); ok {
-		sc.sp.record("scale", evObjectReady, rel(at))
+		sc.sp.record(key, evObjectReady, rel(at))
 	}
-	sc.sp.record("scale", evGatewayReady, rel(gr))
-	var lags []float64
-	var stayed, wentDown []string
+	sc.sp.record(key, evGatewayReady, rel(gr))
+	var downs, ups []float64
+	var stayed []string
 	for _, n := range names {
 		ts := w.routeTransitions(teamControlNS, n)
-		if _, down := firstAfter(ts, start.at, "False"); !down {
+		down, ok := firstAfter(ts, start.at, "False")
+		if !ok {
 			stayed = append(stayed, n)
 			continue
 		}
-		wentDown = append(wentDown, n)
-		at, ok := firstAfter(ts, gr, "True")
-		if !ok {
-			t.Errorf("ModelRoute %s went RoutingReady=False during the rollout and never came back", n)
+		downs = append(downs, seconds(down.Sub(gf)))
+		if up, ok := firstAfter(ts, gr, "True"); ok {
+			ups = append(ups, seconds(up.Sub(gr)))
+		}
+	}
+	t.Logf("GatewayReady transitions since the rollout began:\n%s", formatTransitions(start.at, since(gw, start.at)))
+	for i, n := range names {
+		if i == 0 || slices.Contains(stayed, n) && i < 3 {
+			t.Logf("ModelRoute %s: RoutingReady transitions:\n%s\nevents that cost its breaker tokens:\n%s\nthe function's last calls for it:\n%s", n,
+				formatTransitions(start.at, since(w.routeTransitions(teamControlNS, n), start.at)), w.spendsBetween(teamControlNS+"/"+n, start.at, end.at),
+				c.functionCalls(n, 8))
+		}
+	}
+	sc.logCircuitOpen(t, names, start.at)
+	if len(stayed) > 0 {
+		t.Errorf("%d of %d ModelRoutes stayed RoutingReady=True while their gateway was not ready (GatewayReady=False from +%.1fs to +%.1fs): %s",
+			len(stayed), len(names), rel(gf), rel(gr), strings.Join(stayed, ", "))
+	}
+	goal := followGoal(len(names))
+	for what, lags := range map[string][]float64{"down": downs, "up": ups} {
+		if len(lags) == 0 {
 			continue
 		}
-		lags = append(lags, seconds(at.Sub(gr)))
-	}
-	if len(lags) > 0 {
 		slices.Sort(lags)
-		sc.sp.record("scale", "routing-ready-after-gateway-max", lags[len(lags)-1])
-		sc.sp.record("scale", "routing-ready-after-gateway-median", lags[len(lags)/2])
-		t.Logf("RoutingReady after GatewayReady, seconds, for the %d routes that followed the gateway down: %v", len(lags), lags)
+		last := lags[len(lags)-1]
+		sc.sp.record(key, "routing-ready-"+what+"-after-gateway-max", last)
+		sc.sp.record(key, "routing-ready-"+what+"-after-gateway-median", lags[len(lags)/2])
+		t.Logf("RoutingReady followed GatewayReady %s after, seconds: median %.2f, max %.2f (goal %s)", what, lags[len(lags)/2], last, goal)
+		if last > goal.Seconds() {
+			t.Logf("GOAL MISSED: a ModelRoute followed its gateway %s %.2fs after it, more than %s", what, last, goal)
+		}
 	}
-	sc.sp.record("scale", "routes-that-followed-the-gateway-down", float64(len(wentDown)))
-	if len(stayed) > 0 {
-		t.Logf("ModelRoutes whose RoutingReady never left True during the rollout: %s", strings.Join(stayed, ", "))
+	if len(ups) > 0 {
+		sc.sp.record(key, "last-routing-ready", slices.Max(ups))
 	}
+	sc.sp.record(key, "routes-that-followed-the-gateway-down", float64(len(downs)))
+	sc.logBreakers(t, key, names, created, start.at, end.at)
 	r := c.rateBetween(start, end)
-	sc.sp.record("scale", evRateRollout, r.total)
-	t.Logf("during the rollout: %s over %s", r, end.at.Sub(start.at).Round(time.Second))
-	sc.allAccepted(t, "scale")
-	w.check(t)
+	writes := c.writesBetween(start.at, end.at)
+	sc.sp.record(key, evRateRollout, r.total)
+	sc.sp.record(key, "apiserver-writes-per-second-rollout", writes.total)
+	for k, v := range writes.byClient {
+		sc.sp.record(key, "apiserver-writes-per-second-rollout-"+k, v)
+	}
+	t.Logf("during the rollout: %s; writes %s, over %s", r, writes, end.at.Sub(start.at).Round(time.Second))
+}
+
+// countObjects counts the composed Objects on the control plane.
+func (sc *scenarios) countObjects(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, ns := range []string{objectNS, teamControlNS} {
+		l, err := sc.c.dyn.Resource(gvrObject).Namespace(ns).List(sc.ctx, metav1.ListOptions{})
+		must(t, err)
+		n += len(l.Items)
+	}
+	return n
 }
 
 // scaleRoute is a ModelRoute of scaleBackends in-cluster backends without
@@ -144,4 +223,73 @@ func scaleRoute(name string, i int) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": name, "namespace": teamControlNS},
 		"spec":     map[string]any{"gatewayName": gatewayXRName, "backends": bs},
 	}}
+}
+
+// logBreakers says, for each ModelRoute of the scale scenario, what spent
+// its breaker's tokens from its creation to the rollout and during the
+// rollout, and whether the replayed breaker was open when the rollout
+// began: a route whose breaker is open hears of its gateway only through
+// its TTL.
+func (sc *scenarios) logBreakers(t *testing.T, key string, names []string, created, start, end time.Time) {
+	t.Helper()
+	openAtStart, maxRollout := 0, 0
+	for _, n := range names {
+		k := teamControlNS + "/" + n
+		before, during := sc.w.replayBreaker(k, created, start), sc.w.replayBreaker(k, start, end)
+		if before.openAt {
+			openAtStart++
+		}
+		maxRollout = max(maxRollout, during.spent)
+		if i := slices.Index(names, n); i < 3 || before.openAt || len(during.opened) > 0 {
+			t.Logf("breaker of ModelRoute %s: before the rollout %s; during it %s", n, before, during)
+		}
+	}
+	sc.sp.record(key, "breakers-open-when-the-rollout-began", float64(openAtStart))
+	sc.sp.record(key, "breaker-tokens-spent-in-the-rollout-max", float64(maxRollout))
+}
+
+// since keeps the transitions at or after from.
+func since(ts []transition, from time.Time) []transition {
+	var out []transition
+	for _, tr := range ts {
+		if !tr.at.Before(from) {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// logCircuitOpen logs what Crossplane's log says of the ModelRoutes'
+// circuit breakers since from: the suite's replay (logBreakers) is a
+// model, this is Crossplane's own word.
+func (sc *scenarios) logCircuitOpen(t *testing.T, names []string, from time.Time) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sc.c.ps.logDir, "crossplane.log"))
+	if err != nil {
+		t.Logf("cannot read Crossplane's log: %v", err)
+		return
+	}
+	n := 0
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if !strings.Contains(l, "Circuit breaker is open") || n >= 20 {
+			continue
+		}
+		var e struct {
+			TS string `json:"ts"`
+		}
+		if json.Unmarshal([]byte(l), &e) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.TS)
+		if err != nil || at.Before(from) {
+			continue
+		}
+		for _, name := range names {
+			if strings.Contains(l, `"`+name+`"`) {
+				t.Logf("Crossplane: %s", l)
+				n++
+				break
+			}
+		}
+	}
 }

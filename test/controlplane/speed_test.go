@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strconv"
@@ -76,6 +77,17 @@ func (s *speeds) write(t *testing.T) {
 	}
 	t.Logf("timelines and request rates:\n%s", b)
 	if p := os.Getenv(timelineEnv); p != "" {
+		// Each test of the suite writes its own scenarios into the one
+		// file: the scenarios another test wrote before stay.
+		all := map[string]map[string]float64{}
+		if old, err := os.ReadFile(p); err == nil {
+			_ = json.Unmarshal(old, &all)
+		}
+		maps.Copy(all, s.by)
+		if b, err = json.MarshalIndent(all, "", "  "); err != nil {
+			t.Errorf("cannot encode the timelines: %v", err)
+			return
+		}
 		if err := os.WriteFile(p, append(b, '\n'), 0o600); err != nil {
 			t.Errorf("cannot write %s=%s: %v", timelineEnv, p, err)
 		}
@@ -149,6 +161,12 @@ func (c *cluster) rateBetween(a, b requests) rate {
 // to, by client: Crossplane, provider-kubernetes, kube-controller-manager,
 // and the suite itself (its stand-ins and observers).
 func (c *cluster) auditClients(from, to time.Time) map[string]int {
+	return c.auditCount(from, to, func(string) bool { return true })
+}
+
+// auditCount counts the requests the audit log recorded between from and
+// to whose verb matches, by client.
+func (c *cluster) auditCount(from, to time.Time, match func(verb string) bool) map[string]int {
 	out := map[string]int{}
 	b, err := os.ReadFile(c.auditLog)
 	if err != nil {
@@ -160,15 +178,37 @@ func (c *cluster) auditClients(from, to time.Time) map[string]int {
 	for sc.Scan() {
 		var e struct {
 			Stage     string    `json:"stage"`
+			Verb      string    `json:"verb"`
 			UserAgent string    `json:"userAgent"`
 			Received  time.Time `json:"requestReceivedTimestamp"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(from) || !e.Received.Before(to) {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Received.Before(from) || !e.Received.Before(to) || !match(e.Verb) {
 			continue
 		}
 		out[clientOf(e.UserAgent)]++
 	}
 	return out
+}
+
+// writesBetween is the rate of writes (create, update, patch, delete)
+// the audit log recorded from a to b, in all and by client.
+func (c *cluster) writesBetween(a, b time.Time) rate {
+	secs := b.Sub(a).Seconds()
+	r := rate{byClient: map[string]float64{}}
+	for k, n := range c.auditCount(a, b, isWrite) {
+		r.byClient[k] = float64(n) / secs
+		r.total += float64(n) / secs
+	}
+	return r
+}
+
+// isWrite reports whether an audit event's verb changes an object.
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
 }
 
 // clientOf names the program behind a user agent (client-go puts the

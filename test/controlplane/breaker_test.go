@@ -1,0 +1,245 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Crossplane's circuit breaker of a composite, replayed over the events the
+// suite sees, so that a scenario can say what spent a ModelRoute's tokens
+// and when its breaker opened. The constants are crossplane v2.2.0's
+// defaults (cmd/crossplane/core/core.go, CircuitBreakerBurst and
+// CircuitBreakerRefillRate; internal/circuit/token_bucket.go), which the
+// suite runs with.
+const (
+	breakerCapacity = 100.0
+	breakerRefill   = 1.0 // tokens per second
+	breakerCooldown = 5 * time.Minute
+)
+
+// spend is one event that cost a composite tokens: an update of one of its
+// composed resources, or of the composite itself.
+type spend struct {
+	at     time.Time
+	source string // the composition resource name, or "(composite)"
+	tokens int
+	detail string // what the object looked like, for the log
+}
+
+// recordSpend notes what an Object or ModelRoute event cost its ModelRoute.
+// Crossplane maps every event of a composed resource, and of the composite
+// itself, to the composite through the breaker; controller-runtime calls
+// the map function for both the old and the new object of an update
+// (sigs.k8s.io/controller-runtime pkg/handler/enqueue_mapped.go, Update),
+// so an update costs two tokens and a create one. The suite's informer
+// sees the same events as Crossplane's cache. Only ModelRoutes are kept:
+// they are the composites scenario 7 times.
+func (w *world) recordSpend(kind string, u *unstructured.Unstructured, now time.Time) {
+	var key, source string
+	switch kind {
+	case "Object":
+		if u.GetLabels()[labelComposite] == "" || u.GetNamespace() == objectNS {
+			return
+		}
+		key = u.GetNamespace() + "/" + u.GetLabels()[labelComposite]
+		source = u.GetAnnotations()[annotationResourceName]
+	case "ModelRoute":
+		key, source = u.GetNamespace()+"/"+u.GetName(), "(composite)"
+	default:
+		return
+	}
+	if u.GetDeletionTimestamp() != nil {
+		// Crossplane lets these through without counting them
+		// (internal/circuit/mapfunc.go, NewMapFunc).
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.spends == nil {
+		w.spends, w.spendSeen = map[string][]spend{}, map[types.UID]bool{}
+	}
+	tokens := 2
+	if !w.spendSeen[u.GetUID()] {
+		w.spendSeen[u.GetUID()], tokens = true, 1
+	}
+	refs, _, _ := unstructured.NestedSlice(u.Object, "spec", "references")
+	_, manifest, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest")
+	detail := fmt.Sprintf("rv %s gen %d/%d finalizers %d refs %d Synced=%s Ready=%s manifest %v", u.GetResourceVersion(), u.GetGeneration(),
+		int64At(u.Object, "status", "observedGeneration"), len(u.GetFinalizers()), len(refs), conditionStatus(u, "Synced"), conditionStatus(u, "Ready"), manifest)
+	w.spends[key] = append(w.spends[key], spend{at: now, source: source, tokens: tokens, detail: detail})
+}
+
+// breakerReport is what the replayed breaker of one composite did between
+// two times.
+type breakerReport struct {
+	spent    int
+	bySource map[string]int
+	// opened lists when the breaker opened, and what the last events
+	// before it were.
+	opened []string
+	// openAt reports whether the breaker was open at the end.
+	openAt bool
+}
+
+// replayBreaker runs Crossplane's token bucket over every event of the
+// composite key since the suite began, and reports what happened between
+// from and to.
+func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
+	w.mu.Lock()
+	ss := slices.Clone(w.spends[key])
+	w.mu.Unlock()
+	r := breakerReport{bySource: map[string]int{}}
+	tokens, last := breakerCapacity, time.Time{}
+	open, openedAt := false, time.Time{}
+	for i, s := range ss {
+		if s.at.After(to) {
+			break
+		}
+		if !last.IsZero() {
+			tokens = min(breakerCapacity, tokens+breakerRefill*s.at.Sub(last).Seconds())
+		}
+		last = s.at
+		in := !s.at.Before(from)
+		if in {
+			r.spent += s.tokens
+			r.bySource[s.source] += s.tokens
+		}
+		if open && s.at.Sub(openedAt) >= breakerCooldown {
+			open = false
+		}
+		if open {
+			continue
+		}
+		for range s.tokens {
+			if tokens >= 1 {
+				tokens--
+				continue
+			}
+			open, openedAt = true, s.at
+			if in {
+				r.opened = append(r.opened, fmt.Sprintf("%s at +%.1fs after %s", key, s.at.Sub(from).Seconds(), recentSources(ss[:i+1])))
+			}
+			break
+		}
+	}
+	r.openAt = open && to.Sub(openedAt) < breakerCooldown
+	return r
+}
+
+// recentSources names the sources of the last 16 events, as Crossplane's
+// breaker remembers them to say what triggered it.
+func recentSources(ss []spend) string {
+	n := map[string]int{}
+	for _, s := range ss[max(0, len(ss)-16):] {
+		n[s.source]++
+	}
+	parts := make([]string, 0, len(n))
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, n[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// String renders the report: tokens spent, the top sources, and openings.
+func (r breakerReport) String() string {
+	srcs := slices.SortedFunc(maps.Keys(r.bySource), func(a, b string) int { return r.bySource[b] - r.bySource[a] })
+	var top []string
+	for _, s := range srcs[:min(5, len(srcs))] {
+		top = append(top, fmt.Sprintf("%s %d", s, r.bySource[s]))
+	}
+	out := fmt.Sprintf("%d tokens (%s)", r.spent, strings.Join(top, ", "))
+	if len(r.opened) > 0 {
+		out += "; breaker opened: " + strings.Join(r.opened, "; ")
+	}
+	return out
+}
+
+// spendsBetween renders the events that cost the composite key tokens
+// between from and to, with their times since from.
+func (w *world) spendsBetween(key string, from, to time.Time) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sb strings.Builder
+	for _, s := range w.spends[key] {
+		if !s.at.Before(from) && !s.at.After(to) {
+			fmt.Fprintf(&sb, "  %7.2fs  %s (%s)\n", s.at.Sub(from).Seconds(), s.source, s.detail)
+		}
+	}
+	return sb.String()
+}
+
+// reconcileStats is what Crossplane's controller-runtime metrics say of the
+// ModelRoute controller so far: reconciles, and the seconds they and their
+// wait in the work queue took in all.
+type reconcileStats struct {
+	reconciles, reconcileSecs, queued, queueSecs float64
+}
+
+// modelRouteReconciles reads Crossplane's /metrics for the ModelRoute
+// controller (its name holds the XRD's plural, modelroutes).
+func (c *cluster) modelRouteReconciles(ctx context.Context) reconcileStats {
+	var st reconcileStats
+	body, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/metrics", c.xpMetrics), "")
+	if err != nil {
+		c.tb.Logf("cannot read Crossplane's metrics: %v", err)
+		return st
+	}
+	for l := range strings.SplitSeq(body, "\n") {
+		if !strings.Contains(l, "modelroutes") {
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "controller_runtime_reconcile_time_seconds_count{"):
+			st.reconciles += v
+		case strings.HasPrefix(l, "controller_runtime_reconcile_time_seconds_sum{"):
+			st.reconcileSecs += v
+		case strings.HasPrefix(l, "workqueue_queue_duration_seconds_count{"):
+			st.queued += v
+		case strings.HasPrefix(l, "workqueue_queue_duration_seconds_sum{"):
+			st.queueSecs += v
+		}
+	}
+	return st
+}
+
+// String renders the ModelRoute controller's work between two reads.
+func (st reconcileStats) since(before reconcileStats) string {
+	n, q := st.reconciles-before.reconciles, st.queued-before.queued
+	if n <= 0 || q <= 0 {
+		return "no ModelRoute reconciles"
+	}
+	return fmt.Sprintf("%.0f ModelRoute reconciles, %.2fs each on average, after %.2fs in the work queue on average",
+		n, (st.reconcileSecs-before.reconcileSecs)/n, (st.queueSecs-before.queueSecs)/q)
+}
+
+// functionCalls returns the function's log lines of its calls for the
+// ModelRoute name: when Crossplane called it for that route.
+func (c *cluster) functionCalls(name string, last int) string {
+	b, err := os.ReadFile(filepath.Join(c.ps.logDir, "function.log"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(l, "Composed") && strings.Contains(l, `"`+name+`"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-last):], "\n")
+}

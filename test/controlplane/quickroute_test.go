@@ -1,0 +1,94 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+)
+
+// quickRoute names the keyed ModelRoute scenario 7 creates on the ready
+// gateway, and its API-key Secret.
+const (
+	quickRoute  = "quick"
+	quickSecret = "quick-key"
+	// quickGoal is how soon a new keyed ModelRoute on a ready gateway must
+	// be RoutingReady (issue 21, item 12).
+	quickGoal = 5 * time.Second
+)
+
+// newKeyedRoute creates a ModelRoute with an in-cluster backend and a
+// keyed one on the ready gateway, and times it to RoutingReady=True, with
+// the steps of its key's copy on the way: the credential Object, its
+// references, its delivery, the backend in the route. The key's copy is
+// the long pole: provider-kubernetes must create the Secret before the
+// references may enter the Object (remote.SecretCopy says why).
+func (sc *scenarios) newKeyedRoute(t *testing.T) {
+	c, w := sc.c, sc.w
+	key := base64.StdEncoding.EncodeToString([]byte("sk-quick-" + fmt.Sprint(time.Now().UnixNano())))
+	w.forbid("the quick route's API key", key)
+	c.apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": quickSecret, "namespace": teamControlNS},
+		"type":     "Opaque", "data": map[string]any{apiKeyField: key},
+	}})
+	start := time.Now()
+	c.apply(sc.ctx, keyedRoute(quickRoute, "quick."+teamControlNS+".svc.cluster.local", quickSecret))
+	steps := map[string]time.Duration{}
+	mark := func(step string, done bool) {
+		if _, ok := steps[step]; !ok && done {
+			steps[step] = time.Since(start)
+		}
+	}
+	// internal/route composes a backend's key copy as "credential-<backend>".
+	credential := "credential-" + hostedBackend
+	sc.eventually(t, waitRoute, "the new keyed ModelRoute RoutingReady=True", func(ctx context.Context) string {
+		o := sc.composedObject(ctx, teamControlNS, quickRoute, credential)
+		mark("credential Object created", o != nil)
+		if o != nil {
+			refs, _, _ := unstructured.NestedSlice(o.Object, "spec", "references")
+			mark("credential references added", len(refs) > 0)
+			mark("credential delivered", len(refs) > 0 && conditionStatus(o, "Synced") == "True" && o.GetGeneration() == int64At(o.Object, "status", "observedGeneration"))
+		}
+		if r := sc.composedObject(ctx, teamControlNS, quickRoute, "route"); r != nil {
+			mark("route Object accepted", conditionStatus(r, "Ready") == "True")
+			mark("keyed backend in the route", hasBackendRef(r, names.Child(quickRoute, hostedBackend)))
+		}
+		r, err := sc.get(ctx, gvrModelRoute, teamControlNS, quickRoute)
+		if err != nil {
+			return err.Error()
+		}
+		return wantCondition(r, "RoutingReady", "True")
+	})
+	took := time.Since(start)
+	t.Logf("a new keyed ModelRoute on the ready gateway: RoutingReady=True %s after its creation; steps: %v", took.Round(time.Millisecond), steps)
+	k := teamControlNS + "/" + quickRoute
+	t.Logf("its breaker: %s; the events that cost it tokens:\n%s", w.replayBreaker(k, start, time.Now()), w.spendsBetween(k, start, time.Now()))
+	sc.sp.record("new-keyed-route", "routing-ready-after-creation", seconds(took))
+	for s, d := range steps {
+		sc.sp.record("new-keyed-route", s, seconds(d))
+	}
+	if took > quickGoal {
+		t.Logf("GOAL MISSED: the new keyed ModelRoute took %s, more than %s", took.Round(time.Millisecond), quickGoal)
+	}
+}
+
+// hasBackendRef reports whether the manifest of an AIGatewayRoute Object
+// names the backend in its spec.
+func hasBackendRef(o *unstructured.Unstructured, backend string) bool {
+	rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "forProvider", "manifest", "spec", "rules")
+	for _, r := range rules {
+		refs, _, _ := unstructured.NestedSlice(r.(map[string]any), "backendRefs")
+		for _, x := range refs {
+			if n, _ := x.(map[string]any)["name"].(string); n == backend {
+				return true
+			}
+		}
+	}
+	return false
+}
