@@ -536,7 +536,7 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	// A live gateway and route: their creation opened their circuit
 	// breakers, whose cooldown passes while the API server's request
 	// rate at rest is measured.
-	rest := sc.restPastBreakers(t)
+	rest, _ := sc.restPastBreakers(t)
 	sc.sp.record("scenario-3", evRateAtRest, rest.total)
 	t.Logf("at rest, one gateway and one model: %s", rest)
 	// Pods of the new template are held, so the old ones surely remain

@@ -89,8 +89,7 @@ func followGoal(routes int) time.Duration {
 func (sc *scenarios) followRollout(t *testing.T, key string, names []string, created time.Time, image string) {
 	t.Helper()
 	c, w := sc.c, sc.w
-	restFrom := time.Now()
-	rest := sc.restPastBreakers(t)
+	rest, restFrom := sc.restPastBreakers(t)
 	restWrites := c.writesBetween(restFrom, restFrom.Add(restWindow))
 	sc.sp.record(key, evRateAtRest, rest.total)
 	sc.sp.record(key, "apiserver-writes-per-second-at-rest", restWrites.total)
