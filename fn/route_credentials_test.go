@@ -21,6 +21,15 @@ func routedObject(accepted bool, refs ...string) obj {
 	return o
 }
 
+// created is an Object the provider has finalized, with the managed
+// reconciler's create annotation.
+func created(o obj, annotation string) obj {
+	md := o["metadata"].(obj)
+	md["finalizers"] = []any{"finalizer.managedresource.crossplane.io"}
+	md["annotations"].(obj)[annotation] = "2026-12-01T12:00:00Z"
+	return o
+}
+
 func TestModelRouteCredentials(t *testing.T) {
 	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
 	req := map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}
@@ -67,6 +76,16 @@ func TestModelRouteCredentials(t *testing.T) {
 			reason:   "The empty Secret exists and the Object has its finalizer: add the reference; a joins once it is synced.",
 			observed: withObserved(map[string]obj{"credential-a": object("credential-a", plainManifest("Secret"), true, true)}),
 			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForCredentials", refs: []string{"qwen-b:0:1"}, withKey: true},
+		},
+		"CreatedNotObservedYet": {
+			reason:   "The provider created the empty Secret and recorded it (external-create-succeeded) but has not read it back yet: its full Updates are behind it, so add the reference now.",
+			observed: withObserved(map[string]obj{"credential-a": created(object("credential-a", nil, true, false), "crossplane.io/external-create-succeeded")}),
+			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForCredentials", refs: []string{"qwen-b:0:1"}, withKey: true},
+		},
+		"CreatePending": {
+			reason:   "The provider is about to create the Secret (external-create-pending only): its next Update writes the whole Object, so no reference yet.",
+			observed: withObserved(map[string]obj{"credential-a": created(object("credential-a", nil, true, false), "crossplane.io/external-create-pending")}),
+			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForCredentials", refs: []string{"qwen-b:0:1"}},
 		},
 		"ReferenceNotSyncedYet": {
 			reason:   "Synced=True is for the generation before the reference: the key has not been copied yet.",

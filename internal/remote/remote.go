@@ -265,6 +265,22 @@ func (o Observed) Finalized() bool {
 	return len(md.GetFields()["finalizers"].GetListValue().GetValues()) > 0
 }
 
+// createSucceeded is the annotation crossplane-runtime's managed
+// reconciler writes on the Object once its external create succeeded
+// (crossplane-runtime v2.4.0 pkg/meta/meta.go,
+// AnnotationKeyExternalCreateSucceeded; pkg/reconciler/managed/
+// reconciler.go writes it with UpdateCriticalAnnotations right after
+// Create).
+const createSucceeded = "crossplane.io/external-create-succeeded"
+
+// Created reports whether the provider has created the remote object and
+// recorded it on the Object: its last full Update of the Object is behind
+// it.
+func (o Observed) Created() bool {
+	md := o.object.GetFields()["metadata"].GetStructValue()
+	return md.GetFields()["annotations"].GetStructValue().GetFields()[createSucceeded].GetStringValue() != ""
+}
+
 // HasReferences reports whether the Object's spec carries references.
 func (o Observed) HasReferences() bool {
 	spec := o.object.GetFields()["spec"].GetStructValue()
@@ -393,7 +409,10 @@ type KeyCopy struct {
 // values never pass through the function or into an Object's spec.
 //
 // The references are added only once the Object exists and carries the
-// provider's finalizer (CopyStateIn, MayReference). The provider patches
+// provider's finalizer, and the provider has created the remote Secret:
+// the external-create-succeeded annotation says so as soon as the create
+// is done, before the provider's next reconcile reads the Secret back
+// (CopyStateIn, MayReference). The provider patches
 // the values into its in-memory copy of the Object while observing, and on
 // an Object's first reconcile crossplane-runtime writes that copy back
 // with a full Update: once to add the finalizer (v2.4.0
@@ -474,7 +493,7 @@ type CopyState struct {
 func CopyStateIn(obs map[string]Observed, name string) CopyState {
 	o, ok := obs[name]
 	return CopyState{
-		MayReference: ok && (o.HasReferences() || (o.Finalized() && o.Reported())),
+		MayReference: ok && (o.HasReferences() || (o.Finalized() && (o.Reported() || o.Created()))),
 		Delivered:    ok && o.HasReferences() && o.Reported() && o.SyncedNow(),
 	}
 }
