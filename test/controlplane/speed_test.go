@@ -279,14 +279,14 @@ const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second
 
 // restPastBreakers waits out breakerQuiet, so that the next rollout meets
 // composites whose watch events flow, as on a gateway that has been live
-// for a while, and measures the request rate at rest (measureRest) over
-// its last restWindow: before that, composites whose breakers their
-// creation opened still look at their gateway every few seconds
-// (route.HeldBackRoutingRequeue), which is not the rest that lasts.
+// for a while, and then measures the request rate at rest (measureRest):
+// before that, composites whose breakers their creation opened still look
+// at their gateway every few seconds (route.HeldBackRoutingRequeue), which
+// is not the rest that lasts.
 func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time) {
 	t.Helper()
 	select {
-	case <-time.After(breakerQuiet - restWindow):
+	case <-time.After(breakerQuiet):
 	case <-sc.ctx.Done():
 		t.Fatal(sc.ctx.Err())
 	}
