@@ -555,9 +555,9 @@ func (b builder) noCallers(e *evidence, c callers) {
 	}
 	switch {
 	case len(c.selected) == 0:
-		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
+		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
 	case len(delivering) == 0:
-		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
+		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
 	default:
 		e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
 	}

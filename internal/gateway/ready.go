@@ -40,12 +40,16 @@ const (
 	// there until they are.
 	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
 
-	// ReasonSecretsMissing: a TLS Secret named by spec.tls.certificateRefs
+	// ReasonTLSSecretMissing: a TLS Secret named by spec.tls.certificateRefs
 	// is missing on the control plane, lacks tls.crt or tls.key, or has not
-	// reached the gateway cluster yet; or spec.auth is set but no selected
-	// callers' Secret can be used, so the gateway denies every model
-	// request.
-	ReasonSecretsMissing = "SecretsMissing"
+	// reached the gateway cluster yet, so the https listener cannot
+	// terminate TLS.
+	ReasonTLSSecretMissing = "TLSSecretMissing"
+
+	// ReasonCallerSecretsMissing: spec.auth is set but no callers' Secret
+	// that spec.auth.apiKey.secretSelector selects can be used, so the
+	// gateway denies every model request.
+	ReasonCallerSecretsMissing = "CallerSecretsMissing"
 
 	// ReasonNotProgrammed: the Gateway has no address yet.
 	ReasonNotProgrammed = "GatewayNotProgrammed"
