@@ -155,14 +155,14 @@ func (b builder) observeFilterConfig(e *evidence, obs map[string]remote.Observed
 		namespace: b.in.EnvoyGatewayNamespace,
 		observed:  b.in.ProviderSanitizesSecrets,
 	}
-	o, ok := obs[ResourceFilterConfigSecret]
+	o, ok := obs[resourceFilterConfigSecret]
 	e.filterConfig.seen = e.filterConfig.observed && ok && o.Live()
 }
 
 // observeGateway requires an address on the Gateway, and every listener
 // programmed.
 func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) error {
-	gw, ok := obs[ResourceGateway]
+	gw, ok := obs[resourceGateway]
 	if !ok || !gw.Live() {
 		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
 		return nil
@@ -223,7 +223,7 @@ func (b builder) observeListeners(e *evidence, gw map[string]any) error {
 // listenerNames are the listeners the function composes on the Gateway:
 // http, and https with TLS (gateway).
 func (b builder) listenerNames() []string {
-	if b.spec.TLSEnabled() {
+	if b.spec.tlsEnabled() {
 		return []string{ListenerHTTP, ListenerHTTPS}
 	}
 	return []string{ListenerHTTP}
@@ -232,7 +232,7 @@ func (b builder) listenerNames() []string {
 // observeAnchor requires AI Gateway to have accepted the anchor route.
 func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) error {
 	anchor := names.AnchorRoute(b.in.GatewayName)
-	ar, ok := obs[ResourceAnchorRoute]
+	ar, ok := obs[resourceAnchorRoute]
 	if !ok || !ar.Live() {
 		e.problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, syncNote(ar, ok)))
 		return nil
@@ -253,7 +253,7 @@ func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) erro
 // its 32 KiB buffer and long prompts fail while the gateway looks ready.
 func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed) error {
 	var err error
-	e.clientPolicyAccepted, err = b.policyAccepted(e, obs, ResourceClientPolicy, ReasonClientPolicyNotAccepted,
+	e.clientPolicyAccepted, err = b.policyAccepted(e, obs, resourceClientPolicy, ReasonClientPolicyNotAccepted,
 		"ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), " yet; until it does, request and response bodies over 32 KiB fail")
 	return err
 }

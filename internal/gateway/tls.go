@@ -31,7 +31,7 @@ type tlsSecret struct {
 // Input's objectNamespace on the control plane.
 func (b builder) tlsRequirements() map[string]compose.Requirement {
 	out := map[string]compose.Requirement{}
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return out
 	}
 	for _, r := range b.spec.TLS.CertificateRefs {
@@ -44,12 +44,12 @@ func (b builder) tlsRequirements() map[string]compose.Requirement {
 // resources. It looks only at whether tls.crt and tls.key are there, never
 // at their values, which only provider-kubernetes copies.
 func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return nil
 	}
 	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))
 	for _, r := range b.spec.TLS.CertificateRefs {
-		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, ResourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
+		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, resourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
 		items, resolved := req.Required[requireTLSSecretPrefix+r.Name]
 		switch {
 		case !resolved:

@@ -179,7 +179,7 @@ func (b builder) aiBackend(be Backend) *remote.Object {
 			Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
 		},
 	}
-	if !be.ForwardsCaller(b.in.ClusterDomain) {
+	if !be.forwardsCaller(b.in.ClusterDomain) {
 		spec.HeaderMutation = &aigv1b1.HTTPHeaderMutation{Remove: []string{names.CallerHeader}}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
