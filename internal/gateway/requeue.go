@@ -19,10 +19,7 @@ import (
 // (compose.WatchesHeldBack, for the Input's circuitBreakerCooldown), a
 // True GatewayReady is looked at again every compose.SlowRequeue, so that
 // a change on the gateway cluster does not leave it stale for the SDK's
-// one-minute TTL: against the real controllers the control-plane suite saw
-// GatewayReady stay True for 55 to 62 s after the Envoy Deployment was
-// deleted and re-created, the breaker open from the gateway's creation.
-// That costs one reconcile every 5 s for at most the breaker's cooldown.
+// one-minute TTL. That costs one reconcile every 5 s for at most the breaker's cooldown.
 // TLSSecretMissing and CallerSecretsMissing wait for a person (and for
 // Crossplane's next look at the Secrets, which it does not watch), and so
 // does ClusterAlreadyHasGateway.

@@ -303,9 +303,8 @@ func (b builder) clientPolicy() *remote.Object {
 // waits on a controller's verdict: provider-kubernetes re-reads an Object
 // that is not Ready only every 30 s (v1.3.1 object.go, the poll-interval
 // hook), and Envoy Gateway and AI Gateway give their verdicts after the
-// provider's first read. Against the real controllers, the control-plane
-// suite saw GatewayReady report AnchorNotAccepted for 31 s after AI Gateway
-// had accepted the anchor, until the next poll.
+// provider's first read: without the watch, GatewayReady would lag a
+// verdict by up to that poll.
 func policy[S any](b builder, kind, name string, spec *S) *remote.Object {
 	return b.wrap(&remote.Manifest[S]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,

@@ -104,9 +104,7 @@ func (b builder) namespaceObject() *remote.Object {
 // model header, so AI Gateway lists exactly this model in /v1/models. The
 // Object is watched, so AI Gateway's verdict reaches RoutingReady within a
 // watch event: an Object that is not Ready is otherwise re-read only every
-// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook), and
-// the control-plane suite saw RoutingReady wait those 30 s on
-// WaitingForRoute after its gateway was ready.
+// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook).
 func (b builder) route(model string, refs []ref) *remote.Object {
 	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
 	for i, r := range refs {
