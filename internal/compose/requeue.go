@@ -41,7 +41,7 @@ const (
 	slowFor = 10 * time.Minute
 )
 
-// notReadySinceField is the composite's status field in which the function
+// status.notReadySince is the composite's status field in which the function
 // records when the current not-ready spell of its condition began. Both
 // XRDs declare it (example/*/xrd.yaml): Crossplane prunes a status field
 // the schema lacks.
@@ -54,7 +54,6 @@ const (
 // (crossplane-runtime v2.2.0 apis/common/condition.go,
 // ConditionedStatus.SetConditions and Condition.Equal), so every new
 // message, such as a rollout counter, restarts it.
-const notReadySinceField = "notReadySince"
 
 // observedStatus is the part of an observed composite's status the
 // back-off reads.

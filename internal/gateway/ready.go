@@ -343,6 +343,9 @@ func rolloutMessage(c rollout.Check, d *appsv1.Deployment) string {
 		return fmt.Sprintf("%d of %d replicas run the current template; old-template pods may lack the ext-proc sidecar", st.UpdatedReplicas, st.Replicas)
 	case rollout.NoReplicaAvailable:
 		return fmt.Sprintf("%d of %d replicas are available", st.AvailableReplicas, st.Replicas)
+	case rollout.ExtProcMarkerMissing:
+		// markerMessage says why, from what the function knows of the
+		// marker.
 	}
 	return string(c)
 }

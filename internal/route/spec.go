@@ -309,6 +309,9 @@ func (b Backend) prefix() *string {
 	case aigv1b1.APISchemaOpenAI, aigv1b1.APISchemaAnthropic:
 		p := defaultPrefix
 		return &p
+	default:
+		// AI Gateway uses the prefix only for OpenAI and Anthropic (ai-gateway
+		// v1.0.0 api/v1beta1/shared_types.go, VersionedAPISchema.Prefix).
+		return nil
 	}
-	return nil
 }
