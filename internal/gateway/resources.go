@@ -154,9 +154,9 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 // dnsPatch gives the Envoy pods ndots 1. With the pod default of 5, every
 // backend hostname with fewer than five dots (openrouter.ai,
 // api.openai.com) is first looked up under each search domain of the pod,
-// and Envoy answers 503 until its DNS cluster first resolves. A name with
-// a dot is now tried as it is first; a bare Service name still goes through
-// the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
+// and Envoy answers 503 until its DNS cluster first resolves. With ndots 1
+// a name with a dot is tried as it is first; a bare Service name still goes
+// through the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
 // patches the Deployment it renders with envoyDeployment.patch (gateway
 // v1.8.1 api/v1alpha1/shared_types.go, KubernetesPatchSpec;
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
