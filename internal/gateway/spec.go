@@ -132,7 +132,7 @@ type Envoy struct {
 
 // Spread spreads the Envoy pods across nodes and zones.
 type Spread struct {
-	// whenUnsatisfiable is ScheduleAnyway (prefer spreading) or
+	// WhenUnsatisfiable is ScheduleAnyway (prefer spreading) or
 	// DoNotSchedule (require it).
 	WhenUnsatisfiable string `json:"whenUnsatisfiable,omitempty"`
 }
@@ -145,7 +145,7 @@ type AccessLog struct {
 
 // Connection tunes the gateway's client connections.
 type Connection struct {
-	// bufferLimit is the most one connection may buffer, a Kubernetes
+	// BufferLimit is the most one connection may buffer, a Kubernetes
 	// quantity such as 50Mi. It bounds the largest request and response
 	// body, because AI Gateway buffers whole bodies.
 	BufferLimit *resource.Quantity `json:"bufferLimit,omitempty"`
@@ -153,14 +153,14 @@ type Connection struct {
 
 // Failover tunes retries across priority tiers and passive health checks.
 type Failover struct {
-	// numRetries is how many times a request is retried, each time on the
+	// NumRetries is how many times a request is retried, each time on the
 	// next priority tier.
 	NumRetries *int32 `json:"numRetries,omitempty"`
 
-	// retryOn says which failures are retried.
+	// RetryOn says which failures are retried.
 	RetryOn *RetryOn `json:"retryOn,omitempty"`
 
-	// panicThreshold is the percentage of healthy hosts below which Envoy
+	// PanicThreshold is the percentage of healthy hosts below which Envoy
 	// ignores passive health checks; 0 never ignores them.
 	PanicThreshold *int32 `json:"panicThreshold,omitempty"`
 }
