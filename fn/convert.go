@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -11,33 +12,40 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 )
 
-// maxCachedBytes bounds the JSON a structCache holds: about 1,600 routes of
-// 16 backends. Past it the cache starts again empty.
-const maxCachedBytes = 32 << 20
+// maxCachedHeap bounds the heap a structCache holds, as heapBytes estimates
+// it; past it the cache starts again empty. Go's default GOGC of 100 lets
+// the heap grow to twice what is live before a collection, so at the peak
+// the cache may take twice this: a quarter of the 512Mi memory limit the
+// README's deployment example sets, the rest left to the requests in
+// flight.
+const maxCachedHeap = 64 << 20
 
 // structCache remembers the Struct built for each JSON encoding. A
 // composite's desired objects are the same on almost every reconcile, and
 // building a Struct costs several times more than encoding the typed object
-// to JSON, which is the key. It holds no secret: API keys never reach a
+// to JSON, which is the key (BenchmarkRunFunction against
+// BenchmarkRunFunctionUncached). It holds no secret: API keys never reach a
 // desired object (route.builder.credential).
 //
 // Why not the SDK's helpers (runtime.DefaultUnstructuredConverter into
 // composed.Unstructured, response.SetDesiredComposedResources, which calls
 // structpb.NewStruct, and request.GetObservedComposedResources, which
-// converts every observed Object with AsMap): measured with
-// BenchmarkRunFunction, 6 runs each, on 2 cores under load, that path cost
-// 3.14 ms against 0.85 ms for a 16-backend ModelRoute (16.1k against 2.6k
-// allocations) and 513 µs against 191 µs for an InferenceGateway. The Structs it returns are shared between
-// responses and must never be changed: gRPC only reads them, and protobuf
-// messages are safe to marshal from several goroutines at once.
+// converts every observed Object with AsMap): they build every Struct
+// through maps and reflection on every call, several times the cost and
+// allocations of this path (BenchmarkRunFunction). The Structs it returns
+// are shared between responses and must never be changed: gRPC only reads
+// them, and protobuf messages are safe to marshal from several goroutines
+// at once.
 type structCache struct {
-	mu    sync.Mutex
-	m     map[string]*structpb.Struct
-	bytes int
+	mu sync.Mutex
+	m  map[string]*structpb.Struct
+	// heap is what the entries hold, as heapBytes estimates it; limit
+	// bounds it.
+	heap, limit int
 }
 
 func newStructCache() *structCache {
-	return &structCache{m: map[string]*structpb.Struct{}}
+	return &structCache{m: map[string]*structpb.Struct{}, limit: maxCachedHeap}
 }
 
 // toStruct returns the Struct for o, building it on a miss. A nil cache
@@ -59,22 +67,110 @@ func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
 	if s, err = decodeStruct(b); err != nil {
 		return nil, err
 	}
+	n := heapBytes(len(b), s)
 	c.mu.Lock()
-	if c.bytes+len(b) > maxCachedBytes {
-		c.m, c.bytes = map[string]*structpb.Struct{}, 0
+	if c.heap+n > c.limit {
+		c.m, c.heap = map[string]*structpb.Struct{}, 0
 	}
-	c.m[string(b)] = s
-	c.bytes += len(b)
+	if n <= c.limit {
+		c.m[string(b)] = s
+		c.heap += n
+	}
 	c.mu.Unlock()
 	return s, nil
+}
+
+// Heap sizes of the messages a Struct is made of (protobuf-go's generated
+// structs, google.golang.org/protobuf/types/known/structpb), and of one map
+// slot of a Struct's fields: a string header and a pointer.
+var (
+	sizeStruct    = int(unsafe.Sizeof(structpb.Struct{}))
+	sizeValue     = int(unsafe.Sizeof(structpb.Value{}))
+	sizeListValue = int(unsafe.Sizeof(structpb.ListValue{}))
+	sizeMapSlot   = int(unsafe.Sizeof("")) + int(unsafe.Sizeof(uintptr(0)))
+)
+
+// heapBytes estimates the heap one cache entry holds: its key of keyLen
+// bytes and every message, map, list and string of s, each allocation
+// rounded up as Go's allocator rounds it (allocSize). Go's maps keep
+// groups of eight slots and a control word, at most seven eighths full
+// (Go 1.24's Swiss tables, internal/runtime/maps), with a header of their
+// own.
+func heapBytes(keyLen int, s *structpb.Struct) int {
+	return allocSize(keyLen) + allocSize(sizeMapSlot) + structHeapBytes(s)
+}
+
+func structHeapBytes(s *structpb.Struct) int {
+	n := allocSize(sizeStruct) + mapHeapBytes(len(s.GetFields()))
+	for k, v := range s.GetFields() {
+		n += allocSize(len(k)) + valueHeapBytes(v)
+	}
+	return n
+}
+
+func valueHeapBytes(v *structpb.Value) int {
+	n := allocSize(sizeValue)
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		n += allocSize(int(unsafe.Sizeof(*k))) + allocSize(len(k.StringValue))
+	case *structpb.Value_StructValue:
+		n += allocSize(int(unsafe.Sizeof(*k))) + structHeapBytes(k.StructValue)
+	case *structpb.Value_ListValue:
+		l := k.ListValue.GetValues()
+		n += allocSize(int(unsafe.Sizeof(*k))) + allocSize(sizeListValue) + allocSize(cap(l)*int(unsafe.Sizeof(v)))
+		for _, e := range l {
+			n += valueHeapBytes(e)
+		}
+	default:
+		// A number, a bool or a null: one word in its oneof wrapper.
+		n += allocSize(8)
+	}
+	return n
+}
+
+// mapHeapBytes estimates a map[string]*structpb.Value of n entries.
+func mapHeapBytes(n int) int {
+	const header, group = 48, 8
+	groupBytes := 8 + group*sizeMapSlot
+	if n == 0 {
+		return allocSize(header)
+	}
+	if n <= group {
+		return allocSize(header) + allocSize(groupBytes)
+	}
+	groups := 1
+	for groups*group*7/8 < n {
+		groups *= 2
+	}
+	return allocSize(header) + allocSize(groups*groupBytes) + allocSize(64)
+}
+
+// allocSize rounds n up roughly as Go's size classes do
+// (runtime/sizeclasses.go): to 8 bytes up to 16, to 16 up to 256, then to a
+// sixteenth of the power of two at or above it.
+func allocSize(n int) int {
+	switch {
+	case n <= 0:
+		return 0
+	case n <= 16:
+		return (n + 7) &^ 7
+	case n <= 256:
+		return (n + 15) &^ 15
+	}
+	p := 512
+	for p < n {
+		p *= 2
+	}
+	q := p / 16
+	return (n + q - 1) / q * q
 }
 
 // toStruct encodes a typed object as a protobuf Struct. encoding/json writes
 // it by its json tags; the bytes are then read token by token straight into
 // Struct and Value messages, with no intermediate map.
 //
-// This replaces protojson.Unmarshal, which builds the same Struct through
-// protobuf reflection: BenchmarkToStruct measures the two side by side. Over
+// Not protojson.Unmarshal, which builds the same Struct through protobuf
+// reflection, more slowly: BenchmarkToStruct measures the two side by side. Over
 // gRPC the response is as costly to build as the objects in it, so this is
 // the function's hot path.
 func toStruct(o any) (*structpb.Struct, error) {

@@ -128,7 +128,7 @@ func TestGatewayCallerAuth(t *testing.T) {
 			reason:   "auth is set and no Secret is selected: fail closed with a deny-all policy, and name the selector and the fix.",
 			observed: authObserved(map[string]obj{"caller-auth": callerPolicyObject(true, "")}),
 			required: map[string][]obj{"caller-secrets": {}},
-			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/SecretsMissing", policy: "deny", copies: map[string]bool{},
+			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerSecretsMissing", policy: "deny", copies: map[string]bool{},
 				message: []string{"modelplane.ai/callers=true", `selects no Secret in the namespace "modelplane-system"`, "denies every model request"}, status: obj{"method": "APIKey"}},
 		},
 		"FirstCopy": {
@@ -174,7 +174,7 @@ func TestGatewayCallerAuth(t *testing.T) {
 			reason:   "The only Secret is gone from the control plane: the policy turns to deny-all, and the copy stays while the observed policy still references it, so Envoy Gateway never sees a missing Secret.",
 			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
 			required: map[string][]obj{"caller-secrets": {}},
-			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/SecretsMissing", policy: "deny", copies: map[string]bool{resA: true},
+			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerSecretsMissing", policy: "deny", copies: map[string]bool{resA: true},
 				status: obj{"method": "APIKey"}},
 		},
 		"DuplicateKey": {
@@ -195,7 +195,7 @@ func TestGatewayCallerAuth(t *testing.T) {
 			reason:   "A selected Secret without data has nothing to copy: it is named, and with nothing else selected the gateway denies all.",
 			observed: authObserved(nil),
 			required: map[string][]obj{"caller-secrets": {callerSecret("team-a", "7", nil)}},
-			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/SecretsMissing", policy: "deny", copies: map[string]bool{}, warnings: 1,
+			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerSecretsMissing", policy: "deny", copies: map[string]bool{}, warnings: 1,
 				message: []string{`caller Secret "team-a" is not used: it has no data`}, status: obj{"method": "APIKey"}},
 		},
 		"AuthRemoved": {

@@ -39,7 +39,7 @@ func observedTLSGateway(delivered bool) map[string]obj {
 
 // TestTLSSecrets covers the TLS Secrets copied from the control plane: a
 // missing or incomplete Secret makes GatewayReady False with
-// SecretsMissing and keeps what was composed; a present one is copied by
+// TLSSecretMissing and keeps what was composed; a present one is copied by
 // reference, never by value.
 func TestTLSSecrets(t *testing.T) {
 	cases := map[string]struct {
@@ -52,30 +52,30 @@ func TestTLSSecrets(t *testing.T) {
 		composed, references bool
 	}{
 		"Missing": {
-			reason:     "The Secret is not on the control plane: SecretsMissing names it, the composed copy is carried forward.",
+			reason:     "The Secret is not on the control plane: TLSSecretMissing names it, the composed copy is carried forward.",
 			observed:   observedTLSGateway(true),
 			required:   map[string][]obj{"tls-secret-llm-tls": {}},
-			wantReason: "SecretsMissing", message: `the TLS Secret "llm-tls" does not exist in "modelplane-system"`,
+			wantReason: "TLSSecretMissing", message: `the TLS Secret "llm-tls" does not exist in "modelplane-system"`,
 			composed: true, references: true,
 		},
 		"MissingNeverComposed": {
 			reason:     "The Secret is not on the control plane and was never composed: nothing to carry.",
 			observed:   observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true),
 			required:   map[string][]obj{"tls-secret-llm-tls": {}},
-			wantReason: "SecretsMissing", message: "does not exist",
+			wantReason: "TLSSecretMissing", message: "does not exist",
 		},
 		"NoKey": {
 			reason:     "The Secret has a certificate but no key.",
 			observed:   observedTLSGateway(true),
 			required:   map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, false)}},
-			wantReason: "SecretsMissing", message: "has no tls.key",
+			wantReason: "TLSSecretMissing", message: "has no tls.key",
 			composed: true, references: true,
 		},
 		"FirstComposition": {
 			reason:     "The Secret exists; its Object is created without references first.",
 			observed:   observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true),
 			required:   map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, true)}},
-			wantReason: "SecretsMissing", message: "has not reached the gateway cluster yet",
+			wantReason: "TLSSecretMissing", message: "has not reached the gateway cluster yet",
 			composed: true,
 		},
 		"Delivered": {
@@ -186,7 +186,7 @@ func TestTLSRenewal(t *testing.T) {
 }
 
 // TestTLSFirstDeliveryHolds: a copy that never delivered values holds
-// GatewayReady with SecretsMissing through every step of its first
+// GatewayReady with TLSSecretMissing through every step of its first
 // delivery: created without references, the placeholder Secret created,
 // the references applied but not synced; then Serving.
 func TestTLSFirstDeliveryHolds(t *testing.T) {
@@ -200,12 +200,12 @@ func TestTLSFirstDeliveryHolds(t *testing.T) {
 		// then is what Crossplane and the provider do after the reconcile.
 		then func(rsp *fnv1.RunFunctionResponse)
 	}{
-		{"no copy", "SecretsMissing", func(rsp *fnv1.RunFunctionResponse) { observed[copyName] = applyDesired(t, nil, rsp, copyName) }},
-		{"copy created, not reported", "SecretsMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
-		{"placeholder Secret created", "SecretsMissing", func(rsp *fnv1.RunFunctionResponse) {
+		{"no copy", "TLSSecretMissing", func(rsp *fnv1.RunFunctionResponse) { observed[copyName] = applyDesired(t, nil, rsp, copyName) }},
+		{"copy created, not reported", "TLSSecretMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
+		{"placeholder Secret created", "TLSSecretMissing", func(rsp *fnv1.RunFunctionResponse) {
 			observed[copyName] = applyDesired(t, observed[copyName], rsp, copyName)
 		}},
-		{"references applied, not synced", "SecretsMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
+		{"references applied, not synced", "TLSSecretMissing", func(*fnv1.RunFunctionResponse) { observed[copyName] = providerSyncs(t, observed[copyName]) }},
 		{"delivered", "Serving", nil},
 	}
 	for _, st := range steps {

@@ -27,10 +27,10 @@ import (
 // creation, because its watched envoy-deployment Object changes many times
 // during a rollout, and then lets an event through only every 30 s; and a
 // ModelRoute learns of its InferenceGateway only through required
-// resources, which Crossplane does not watch. With the one-minute TTL the
-// control-plane suite saw GatewayReady turn True 53 s after the rollout
-// finished. A shorter TTL while not ready bounds that lag at a few
-// reconciles a minute per unready composite, each a no-op apply.
+// resources, which Crossplane does not watch. The one-minute default TTL
+// would then leave a finished rollout unnoticed for up to a minute; a
+// shorter TTL while not ready bounds that lag at a few reconciles a minute
+// per unready composite, each a no-op apply.
 const NotReadyTTL = 15 * time.Second
 
 // write puts the composer's result into the response: desired composed

@@ -34,14 +34,14 @@ const (
 	// FastFor is how long FastRequeue lasts: longer than a rollout of a
 	// few Envoy pods takes.
 	FastFor = 2 * time.Minute
-	// SlowRequeue is the TTL after FastFor, until SlowFor.
+	// SlowRequeue is the TTL after FastFor, until slowFor.
 	SlowRequeue = 5 * time.Second
-	// SlowFor is when Backoff leaves the TTL to the caller's default for a
+	// slowFor is when Backoff leaves the TTL to the caller's default for a
 	// not-ready composite.
-	SlowFor = 10 * time.Minute
+	slowFor = 10 * time.Minute
 )
 
-// NotReadySinceField is the composite's status field in which the function
+// status.notReadySince is the composite's status field in which the function
 // records when the current not-ready spell of its condition began. Both
 // XRDs declare it (example/*/xrd.yaml): Crossplane prunes a status field
 // the schema lacks.
@@ -54,7 +54,6 @@ const (
 // (crossplane-runtime v2.2.0 apis/common/condition.go,
 // ConditionedStatus.SetConditions and Condition.Equal), so every new
 // message, such as a rollout counter, restarts it.
-const NotReadySinceField = "notReadySince"
 
 // observedStatus is the part of an observed composite's status the
 // back-off reads.
@@ -105,7 +104,7 @@ func Backoff(since, now time.Time) time.Duration {
 	switch d := now.Sub(since); {
 	case d < FastFor:
 		return FastRequeue
-	case d < SlowFor:
+	case d < slowFor:
 		return SlowRequeue
 	}
 	return 0

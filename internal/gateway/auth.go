@@ -26,8 +26,8 @@ import (
 // SecurityPolicy on the Gateway makes Envoy check every request's key
 // against them (Envoy Gateway apiKeyAuth, Envoy's api_key_auth filter).
 
-// AuthMethodAPIKey is the only caller authentication method: API keys.
-const AuthMethodAPIKey = "APIKey"
+// authMethodAPIKey is the only caller authentication method: API keys.
+const authMethodAPIKey = "APIKey"
 
 // Composition resource and requirement names of caller authentication.
 const (
@@ -37,9 +37,9 @@ const (
 	// caller Secret copied to the gateway cluster; the control-plane
 	// Secret's name follows.
 	PrefixCallerSecret = "caller-secret-"
-	// RequireCallerSecrets asks Crossplane for the Secrets that
+	// requireCallerSecrets asks Crossplane for the Secrets that
 	// spec.auth.apiKey.secretSelector selects.
-	RequireCallerSecrets = "caller-secrets"
+	requireCallerSecrets = "caller-secrets"
 )
 
 // maxSelectorLabels is the most labels a caller Secret selector may have.
@@ -85,16 +85,16 @@ type AuthStatus struct {
 	Clients int `json:"clients,omitempty"`
 }
 
-// AuthEnabled reports whether callers must authenticate.
-func (s *Spec) AuthEnabled() bool { return s.Auth != nil }
+// authEnabled reports whether callers must authenticate.
+func (s *Spec) authEnabled() bool { return s.Auth != nil }
 
 func (s *Spec) validateAuth() error {
 	a := s.Auth
 	if a == nil {
 		return nil
 	}
-	if a.Method != "" && a.Method != AuthMethodAPIKey {
-		return errors.Errorf("cannot compose InferenceGateway: spec.auth.method %q is not supported; set %q, or remove spec.auth to leave the gateway open", a.Method, AuthMethodAPIKey)
+	if a.Method != "" && a.Method != authMethodAPIKey {
+		return errors.Errorf("cannot compose InferenceGateway: spec.auth.method %q is not supported; set %q, or remove spec.auth to leave the gateway open", a.Method, authMethodAPIKey)
 	}
 	if a.APIKey == nil || a.APIKey.SecretSelector == nil || len(a.APIKey.SecretSelector.MatchLabels) == 0 {
 		return errors.New("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels is required with spec.auth; set the labels of the callers' Secrets, such as modelplane.ai/callers: \"true\"")
@@ -164,7 +164,7 @@ type callers struct {
 // reject, but never copies a key anywhere: no message names one.
 func (b builder) readCallers(req compose.Request) callers {
 	c := callers{inPolicy: policyRefs(req.Observed[ResourceCallerAuth])}
-	items, ok := req.Required[RequireCallerSecrets]
+	items, ok := req.Required[requireCallerSecrets]
 	if !ok {
 		return c
 	}
@@ -389,11 +389,11 @@ func (c callers) inUse() []callerSecret {
 // Envoy Gateway may read it. Before Crossplane has fetched the selection,
 // every observed copy is implied.
 func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, implied map[string]bool) {
-	if b.spec.AuthEnabled() {
+	if b.spec.authEnabled() {
 		implied[ResourceCallerAuth] = true
 	}
 	for _, s := range c.selected {
-		if b.spec.AuthEnabled() {
+		if b.spec.authEnabled() {
 			implied[PrefixCallerSecret+s.name] = true
 		}
 	}
@@ -402,7 +402,7 @@ func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, impli
 		if !ok {
 			continue
 		}
-		if c.inPolicy[names.CallerSecret(b.in.GatewayName, name)] || (b.spec.AuthEnabled() && !c.resolved) {
+		if c.inPolicy[names.CallerSecret(b.in.GatewayName, name)] || (b.spec.authEnabled() && !c.resolved) {
 			implied[n] = true
 		}
 	}
@@ -412,7 +412,7 @@ func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, impli
 // Nothing is built before Crossplane has fetched the selection: what was
 // composed is carried forward instead.
 func (b builder) composeCallers(c callers, policyAccepted bool, res map[string]compose.Desired) {
-	if !b.spec.AuthEnabled() || !c.resolved {
+	if !b.spec.authEnabled() || !c.resolved {
 		return
 	}
 	for _, s := range c.selected {
@@ -482,10 +482,10 @@ func (b builder) callerPolicy(use []callerSecret) *remote.Object {
 
 // callerRequirements asks for the selected caller Secrets.
 func (b builder) callerRequirements() map[string]compose.Requirement {
-	if !b.spec.AuthEnabled() {
+	if !b.spec.authEnabled() {
 		return nil
 	}
-	return map[string]compose.Requirement{RequireCallerSecrets: {
+	return map[string]compose.Requirement{requireCallerSecrets: {
 		APIVersion: "v1", Kind: "Secret", Namespace: b.in.ObjectNamespace,
 		MatchLabels: b.spec.Auth.APIKey.SecretSelector.MatchLabels,
 	}}
@@ -493,10 +493,10 @@ func (b builder) callerRequirements() map[string]compose.Requirement {
 
 // authStatus reports the method and what is in use.
 func (b builder) authStatus(c callers) *AuthStatus {
-	if !b.spec.AuthEnabled() {
+	if !b.spec.authEnabled() {
 		return &AuthStatus{Method: "None"}
 	}
-	st := &AuthStatus{Method: AuthMethodAPIKey}
+	st := &AuthStatus{Method: authMethodAPIKey}
 	for _, s := range c.inUse() {
 		st.Secrets = append(st.Secrets, s.name)
 		st.Clients += s.clients
@@ -515,7 +515,7 @@ func (b builder) openNotice() string {
 // others in use are warnings, not readiness failures.
 func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.Observed) error {
 	return func(e *evidence, obs map[string]remote.Observed) error {
-		if !b.spec.AuthEnabled() {
+		if !b.spec.authEnabled() {
 			return nil
 		}
 		for _, s := range c.selected {
@@ -555,9 +555,9 @@ func (b builder) noCallers(e *evidence, c callers) {
 	}
 	switch {
 	case len(c.selected) == 0:
-		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
+		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
 	case len(delivering) == 0:
-		e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
+		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
 	default:
 		e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
 	}

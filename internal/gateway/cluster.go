@@ -44,8 +44,8 @@ const labelComposite = "crossplane.io/composite"
 // FunctionComposer.Compose, the status patch with FieldOwnerXR), so a field
 // the function stops writing goes: a loser never keeps a claim.
 
-// Claimant is one InferenceGateway's claim on a gateway cluster.
-type Claimant struct {
+// claimant is one InferenceGateway's claim on a gateway cluster.
+type claimant struct {
 	Name    string
 	Created time.Time
 	// Claimed: its status.clusterGateway is its own name, that is it has
@@ -65,7 +65,7 @@ type Claimant struct {
 	Recorded string
 }
 
-// Winner picks the InferenceGateway that composes a cluster among those not
+// pickWinner picks the InferenceGateway that composes a cluster among those not
 // being deleted: one that has claimed it, then one that serves, then the
 // oldest, then the first by name. A loser never claims nor gets an
 // address, because it composes nothing, so a winner keeps the cluster while
@@ -74,16 +74,16 @@ type Claimant struct {
 // the other; the same order then picks the older, on both sides, and the
 // other lets go (see lose). It returns false when every claimant is being
 // deleted, or there are none.
-func Winner(cs []Claimant) (Claimant, bool) {
-	live := slices.DeleteFunc(slices.Clone(cs), func(c Claimant) bool { return c.Deleting })
+func pickWinner(cs []claimant) (claimant, bool) {
+	live := slices.DeleteFunc(slices.Clone(cs), func(c claimant) bool { return c.Deleting })
 	if len(live) == 0 {
-		return Claimant{}, false
+		return claimant{}, false
 	}
 	return slices.MinFunc(live, compareClaims), true
 }
 
 // compareClaims orders claimants by how strong their claim is.
-func compareClaims(a, b Claimant) int {
+func compareClaims(a, b claimant) int {
 	switch {
 	case a.Claimed != b.Claimed:
 		if a.Claimed {
@@ -104,12 +104,12 @@ func compareClaims(a, b Claimant) int {
 // claimantOf reads an InferenceGateway's claim and the cluster it claims
 // (spec.providerConfigName). It reads only what it needs, so another
 // gateway's bad spec never fails this one.
-func claimantOf(xr map[string]any) (Claimant, string) {
+func claimantOf(xr map[string]any) (claimant, string) {
 	u := unstructured.Unstructured{Object: xr}
 	pc, _, _ := unstructured.NestedString(xr, "spec", "providerConfigName")
 	addr, _, _ := unstructured.NestedString(xr, "status", "address")
 	rec, _, _ := unstructured.NestedString(xr, "status", "clusterGateway")
-	c := Claimant{
+	c := claimant{
 		Name: u.GetName(), Created: u.GetCreationTimestamp().Time,
 		Claimed: rec != "" && rec == u.GetName(), Serving: addr != "",
 		Deleting: u.GetDeletionTimestamp() != nil, Recorded: rec,
@@ -129,10 +129,10 @@ func claimantOf(xr map[string]any) (Claimant, string) {
 
 // cluster is what one InferenceGateway knows of its cluster's claimants.
 type cluster struct {
-	self Claimant
+	self claimant
 	// winner composes the cluster; it is self when self wins, or when the
 	// list is not resolved yet.
-	winner Claimant
+	winner claimant
 	// previous, when self wins but has not claimed the cluster yet, names
 	// the InferenceGateway that composed it before, whose Objects must be
 	// gone before self composes.
@@ -149,14 +149,14 @@ func clusterOf(req compose.Request, providerConfig string) cluster {
 	if !resolved {
 		return cl
 	}
-	cs := []Claimant{self}
+	cs := []claimant{self}
 	for _, it := range items {
 		c, pc := claimantOf(it)
 		if pc == providerConfig && c.Name != self.Name {
 			cs = append(cs, c)
 		}
 	}
-	if w, ok := Winner(cs); ok {
+	if w, ok := pickWinner(cs); ok {
 		cl.winner = w
 	}
 	if cl.winner.Name != self.Name || self.Claimed {
@@ -179,7 +179,7 @@ func clusterOf(req compose.Request, providerConfig string) cluster {
 	// still listed.
 	cl.previous = self.Recorded
 	if cl.previous == "" {
-		deleting := slices.DeleteFunc(cs, func(c Claimant) bool { return !c.Deleting || (!c.Claimed && !c.Serving) })
+		deleting := slices.DeleteFunc(cs, func(c claimant) bool { return !c.Deleting || (!c.Claimed && !c.Serving) })
 		if len(deleting) > 0 {
 			cl.previous = slices.MinFunc(deleting, compareClaims).Name
 		}

@@ -11,68 +11,68 @@ import (
 
 func TestWinner(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
-	winner := Claimant{Name: "prod", Created: t0, Serving: true}
+	winner := claimant{Name: "prod", Created: t0, Serving: true}
 	cases := map[string]struct {
 		reason string
-		cs     []Claimant
+		cs     []claimant
 		want   string
 	}{
 		"Alone": {
 			reason: "A gateway alone on its cluster wins it.",
-			cs:     []Claimant{winner}, want: "prod",
+			cs:     []claimant{winner}, want: "prod",
 		},
 		"LoserCreated": {
 			reason: "A second gateway created later, with no address, loses.",
-			cs:     []Claimant{winner, {Name: "a-second", Created: t0.Add(time.Hour)}}, want: "prod",
+			cs:     []claimant{winner, {Name: "a-second", Created: t0.Add(time.Hour)}}, want: "prod",
 		},
 		"LoserDeleted": {
 			reason: "When the loser is deleted, the list holds only the winner again.",
-			cs:     []Claimant{winner}, want: "prod",
+			cs:     []claimant{winner}, want: "prod",
 		},
 		"LoserRecreated": {
 			reason: "A recreated loser is newer than ever and still has no address.",
-			cs:     []Claimant{{Name: "a-second", Created: t0.Add(2 * time.Hour)}, winner}, want: "prod",
+			cs:     []claimant{{Name: "a-second", Created: t0.Add(2 * time.Hour)}, winner}, want: "prod",
 		},
 		"OlderLoserWithoutAddress": {
 			reason: "An older gateway whose claim lost (it never got an address) does not take over the serving one.",
-			cs:     []Claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, winner}, want: "prod",
+			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, winner}, want: "prod",
 		},
 		"BothServing": {
 			reason: "Both have an address (one moved to this cluster): the oldest wins.",
-			cs:     []Claimant{{Name: "z-old", Created: t0.Add(-time.Hour), Serving: true}, winner}, want: "z-old",
+			cs:     []claimant{{Name: "z-old", Created: t0.Add(-time.Hour), Serving: true}, winner}, want: "z-old",
 		},
 		"NeitherServing": {
 			reason: "Neither has an address yet: the oldest wins.",
-			cs:     []Claimant{{Name: "b", Created: t0.Add(time.Minute)}, {Name: "c", Created: t0}}, want: "c",
+			cs:     []claimant{{Name: "b", Created: t0.Add(time.Minute)}, {Name: "c", Created: t0}}, want: "c",
 		},
 		"SameTimestamp": {
 			reason: "Created in the same second, neither serving: the first by name wins, whatever the order.",
-			cs:     []Claimant{{Name: "b", Created: t0}, {Name: "a", Created: t0}}, want: "a",
+			cs:     []claimant{{Name: "b", Created: t0}, {Name: "a", Created: t0}}, want: "a",
 		},
 		"SameTimestampBothServing": {
 			reason: "Same second, both serving: the first by name.",
-			cs:     []Claimant{{Name: "b", Created: t0, Serving: true}, {Name: "a", Created: t0, Serving: true}}, want: "a",
+			cs:     []claimant{{Name: "b", Created: t0, Serving: true}, {Name: "a", Created: t0, Serving: true}}, want: "a",
 		},
 		"ClaimedThroughBlip": {
 			reason: "The winner's Gateway was not observed for a reconcile, so it has no address: its claim keeps the cluster from an older loser.",
-			cs:     []Claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
+			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
 		},
 		"ClaimedOverServing": {
 			reason: "A claim outranks an address (an older gateway that served before claims were recorded, and lost the race since).",
-			cs:     []Claimant{{Name: "a-old", Created: t0.Add(-time.Hour), Serving: true}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
+			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour), Serving: true}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
 		},
 		"BothClaimed": {
 			reason: "Created at once, both claimed before seeing each other: the older, on both sides.",
-			cs:     []Claimant{{Name: "a-new", Created: t0.Add(time.Second), Claimed: true}, {Name: "z-old", Created: t0, Claimed: true}}, want: "z-old",
+			cs:     []claimant{{Name: "a-new", Created: t0.Add(time.Second), Claimed: true}, {Name: "z-old", Created: t0, Claimed: true}}, want: "z-old",
 		},
 		"DeletingWinner": {
 			reason: "A winner being deleted no longer counts: the loser wins.",
-			cs:     []Claimant{{Name: "prod", Created: t0, Claimed: true, Serving: true, Deleting: true}, {Name: "second", Created: t0.Add(time.Hour), Recorded: "prod"}}, want: "second",
+			cs:     []claimant{{Name: "prod", Created: t0, Claimed: true, Serving: true, Deleting: true}, {Name: "second", Created: t0.Add(time.Hour), Recorded: "prod"}}, want: "second",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := Winner(tc.cs)
+			got, ok := pickWinner(tc.cs)
 			if !ok {
 				t.Fatalf("%s\nWinner(...) found none", tc.reason)
 			}
@@ -80,20 +80,20 @@ func TestWinner(t *testing.T) {
 				t.Errorf("%s\nWinner(...): -want, +got:\n%s", tc.reason, diff)
 			}
 			// The order of the list never matters.
-			rev := make([]Claimant, len(tc.cs))
+			rev := make([]claimant, len(tc.cs))
 			for i, c := range tc.cs {
 				rev[len(tc.cs)-1-i] = c
 			}
-			if got2, _ := Winner(rev); got2.Name != got.Name {
+			if got2, _ := pickWinner(rev); got2.Name != got.Name {
 				t.Errorf("%s\nWinner depends on the order: %q and %q", tc.reason, got.Name, got2.Name)
 			}
 		})
 	}
-	if _, ok := Winner(nil); ok {
-		t.Errorf("Winner(nil) found a winner")
+	if _, ok := pickWinner(nil); ok {
+		t.Errorf("pickWinner(nil) found a winner")
 	}
-	if w, ok := Winner([]Claimant{{Name: "prod", Deleting: true}}); ok {
-		t.Errorf("Winner(...) picked %q, which is being deleted", w.Name)
+	if w, ok := pickWinner([]claimant{{Name: "prod", Deleting: true}}); ok {
+		t.Errorf("pickWinner(...) picked %q, which is being deleted", w.Name)
 	}
 }
 
@@ -112,14 +112,14 @@ func TestClaimantOf(t *testing.T) {
 	}
 	cases := map[string]struct {
 		xr   map[string]any
-		want Claimant
+		want claimant
 	}{
-		"Address":             {xr: xr("192.0.2.1", "", "", false), want: Claimant{Serving: true}},
-		"NoAddress":           {xr: xr("", "", "", false), want: Claimant{}},
-		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: Claimant{Recorded: "other"}},
-		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: Claimant{Claimed: true, Serving: true, Recorded: "g"}},
-		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: Claimant{Claimed: true, Recorded: "g"}},
-		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: Claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
+		"Address":             {xr: xr("192.0.2.1", "", "", false), want: claimant{Serving: true}},
+		"NoAddress":           {xr: xr("", "", "", false), want: claimant{}},
+		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: claimant{Recorded: "other"}},
+		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: claimant{Claimed: true, Serving: true, Recorded: "g"}},
+		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: claimant{Claimed: true, Recorded: "g"}},
+		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -45,7 +45,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
+	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.authEnabled())
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
@@ -53,7 +53,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
-		Implied:      spec.Implied(),
+		Implied:      spec.implied(),
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
@@ -69,12 +69,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if b.in.ProviderSanitizesSecrets {
 		// Ready once seen, or once it no longer matters: it is evidence
 		// only for the function's own marker.
-		res.Resources[ResourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.filterConfig.seen || c.Status}
+		res.Resources[resourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.filterConfig.seen || c.Status}
 	}
 	b.composeTLS(secrets, req.Observed, res.Resources)
 	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
 	b.impliedCallers(callers, req.Observed, res.Implied)
-	if !spec.AuthEnabled() {
+	if !spec.authEnabled() {
 		res.Notices = append(res.Notices, b.openNotice())
 	}
 	res.Notices = append(res.Notices, ev.notices...)
@@ -89,12 +89,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule, reporting string) map[string]compose.Desired {
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
-		ResourceNamespace:       {Object: b.namespace(), Ready: ready(ResourceNamespace)},
-		ResourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value), Ready: ready(ResourceEnvoyProxy)},
-		ResourceGateway:         {Object: b.gateway(), Ready: ev.address != "" && ev.listenersProgrammed},
-		ResourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
-		ResourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(ResourceFailoverPolicy)},
-		ResourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
+		resourceNamespace:       {Object: b.namespace(), Ready: ready(resourceNamespace)},
+		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value), Ready: ready(resourceEnvoyProxy)},
+		resourceGateway:         {Object: b.gateway(), Ready: ev.address != "" && ev.listenersProgrammed},
+		resourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
+		resourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(resourceFailoverPolicy)},
+		resourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
 		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
 		ResourceGatewayStatus:   {Object: b.gatewayStatus(c, reporting), Ready: ready(ResourceGatewayStatus)},
 
@@ -110,7 +110,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 // the one composed before, if any, is carried forward (it is implied), so
 // the https listener keeps its certificate.
 func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed, res map[string]compose.Desired) {
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return
 	}
 	res[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: remote.ReadyIn(obs, ResourceRedirectRoute)}
@@ -118,7 +118,7 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 		if s.present {
 			// Ready while a copy with values serves, a renewal on its way
 			// included, so the composite does not flap on a renewal.
-			res[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.serving()}
+			res[resourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.serving()}
 		}
 	}
 }
@@ -132,7 +132,7 @@ func (b builder) status(ev *evidence, c callers) *Status {
 			host = ev.address
 		}
 		scheme := "http"
-		if b.spec.TLSEnabled() {
+		if b.spec.tlsEnabled() {
 			scheme = "https"
 		}
 		// AI Gateway serves OpenAI under /v1 and Anthropic under

@@ -39,7 +39,7 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 		out[i] = corev1.TopologySpreadConstraint{
 			MaxSkew:           1,
 			TopologyKey:       k,
-			WhenUnsatisfiable: b.spec.WhenUnsatisfiable(),
+			WhenUnsatisfiable: b.spec.whenUnsatisfiable(),
 			LabelSelector:     sel,
 			MatchLabelKeys:    []string{"pod-template-hash"},
 		}
@@ -56,11 +56,11 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 // buildDynamicMetadata).
 const aiGatewayMetadata = "io.envoy.ai_gateway"
 
-// AccessLogFields is the JSON access log: one line per request with the
+// accessLogFields is the JSON access log: one line per request with the
 // caller, the model, the backend and the token counts, in Envoy's command
 // operators. The caller is the header caller authentication forwards the
 // client's identity in (names.CallerHeader), and the client address.
-var AccessLogFields = map[string]string{
+var accessLogFields = map[string]string{
 	"start_time":     "%START_TIME%",
 	"method":         "%REQ(:METHOD)%",
 	"path":           "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
@@ -84,11 +84,11 @@ var AccessLogFields = map[string]string{
 // Envoy Gateway puts the access log into each listener's configuration
 // (gateway v1.8.1 internal/gatewayapi/listener.go, processAccessLog).
 func (b builder) telemetry() *egv1a1.ProxyTelemetry {
-	if !b.spec.AccessLogEnabled() {
+	if !b.spec.accessLogEnabled() {
 		return nil
 	}
 	return &egv1a1.ProxyTelemetry{AccessLog: &egv1a1.ProxyAccessLog{Settings: []egv1a1.ProxyAccessLogSetting{{
-		Format: &egv1a1.ProxyAccessLogFormat{Type: ptr.To(egv1a1.ProxyAccessLogFormatTypeJSON), JSON: AccessLogFields},
+		Format: &egv1a1.ProxyAccessLogFormat{Type: ptr.To(egv1a1.ProxyAccessLogFormatTypeJSON), JSON: accessLogFields},
 		Sinks: []egv1a1.ProxyAccessLogSink{{
 			Type: egv1a1.ProxyAccessLogSinkTypeFile,
 			File: &egv1a1.FileEnvoyProxyAccessLog{Path: "/dev/stdout"},

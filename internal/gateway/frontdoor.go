@@ -11,8 +11,8 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
-// HealthBody is what GET /healthz answers, from Envoy itself.
-const HealthBody = `{"status":"ok"}`
+// healthBody is what GET /healthz answers, from Envoy itself.
+const healthBody = `{"status":"ok"}`
 
 // The front door is what the gateway serves on its own: GET /healthz, and
 // with TLS a 308 to https for everything else on port 80. Its routes live in
@@ -41,7 +41,7 @@ func (b builder) listenerAdmission() (http, https *gwapiv1.AllowedRoutes) {
 		}}
 	}
 	team := metav1.LabelSelectorRequirement{Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists}
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return admit(team), nil
 	}
 	frontDoor := metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpExists}
@@ -79,7 +79,7 @@ func (b builder) healthFilter() *remote.Object {
 		Metadata:   b.frontDoorMeta(names.Child(b.in.GatewayName, names.HealthSuffix)),
 		Spec: &egv1a1.HTTPRouteFilterSpec{DirectResponse: &egv1a1.HTTPDirectResponseFilter{
 			ContentType: new("application/json"),
-			Body:        &egv1a1.CustomResponseBody{Type: ptr.To(egv1a1.ResponseValueTypeInline), Inline: new(HealthBody)},
+			Body:        &egv1a1.CustomResponseBody{Type: ptr.To(egv1a1.ResponseValueTypeInline), Inline: new(healthBody)},
 			StatusCode:  new(200),
 		}},
 	})
@@ -96,7 +96,7 @@ func (b builder) healthFilter() *remote.Object {
 // HTTPRouteRule.Matches).
 func (b builder) healthRoute() *remote.Object {
 	listeners := []string{ListenerHTTP}
-	if b.spec.TLSEnabled() {
+	if b.spec.tlsEnabled() {
 		listeners = append(listeners, ListenerHTTPS)
 	}
 	// Any method: some load balancers probe with HEAD.
@@ -166,7 +166,7 @@ func (b builder) frontDoorRoute(suffix string, listeners []string, match gwapiv1
 // (buildAuthorization); an authorization with neither would deny all.
 func (b builder) frontDoorPolicy() *remote.Object {
 	targets := []gwapiv1.LocalPolicyTargetReferenceWithSectionName{b.routeTarget(names.HealthSuffix)}
-	if b.spec.TLSEnabled() {
+	if b.spec.tlsEnabled() {
 		targets = append(targets, b.routeTarget(names.RedirectSuffix))
 	}
 	return b.wrap(&remote.Manifest[egv1a1.SecurityPolicySpec]{

@@ -152,7 +152,7 @@ type ownMarker struct {
 // observation of one leaves the others; the value is taken as it is.
 func carriedMarker(obs map[string]remote.Observed) string {
 	path := []string{"spec", "provider", "kubernetes", "envoyDeployment", "pod", "annotations", rollout.VerifiedMarker}
-	if ep, ok := obs[ResourceEnvoyProxy]; ok {
+	if ep, ok := obs[resourceEnvoyProxy]; ok {
 		for _, m := range []map[string]any{ep.Applied(), ep.Manifest()} {
 			if v, _, _ := unstructured.NestedString(m, path...); v != "" {
 				return v

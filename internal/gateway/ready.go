@@ -40,12 +40,16 @@ const (
 	// there until they are.
 	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
 
-	// ReasonSecretsMissing: a TLS Secret named by spec.tls.certificateRefs
+	// ReasonTLSSecretMissing: a TLS Secret named by spec.tls.certificateRefs
 	// is missing on the control plane, lacks tls.crt or tls.key, or has not
-	// reached the gateway cluster yet; or spec.auth is set but no selected
-	// callers' Secret can be used, so the gateway denies every model
-	// request.
-	ReasonSecretsMissing = "SecretsMissing"
+	// reached the gateway cluster yet, so the https listener cannot
+	// terminate TLS.
+	ReasonTLSSecretMissing = "TLSSecretMissing"
+
+	// ReasonCallerSecretsMissing: spec.auth is set but no callers' Secret
+	// that spec.auth.apiKey.secretSelector selects can be used, so the
+	// gateway denies every model request.
+	ReasonCallerSecretsMissing = "CallerSecretsMissing"
 
 	// ReasonNotProgrammed: the Gateway has no address yet.
 	ReasonNotProgrammed = "GatewayNotProgrammed"
@@ -151,14 +155,14 @@ func (b builder) observeFilterConfig(e *evidence, obs map[string]remote.Observed
 		namespace: b.in.EnvoyGatewayNamespace,
 		observed:  b.in.ProviderSanitizesSecrets,
 	}
-	o, ok := obs[ResourceFilterConfigSecret]
+	o, ok := obs[resourceFilterConfigSecret]
 	e.filterConfig.seen = e.filterConfig.observed && ok && o.Live()
 }
 
 // observeGateway requires an address on the Gateway, and every listener
 // programmed.
 func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) error {
-	gw, ok := obs[ResourceGateway]
+	gw, ok := obs[resourceGateway]
 	if !ok || !gw.Live() {
 		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
 		return nil
@@ -219,7 +223,7 @@ func (b builder) observeListeners(e *evidence, gw map[string]any) error {
 // listenerNames are the listeners the function composes on the Gateway:
 // http, and https with TLS (gateway).
 func (b builder) listenerNames() []string {
-	if b.spec.TLSEnabled() {
+	if b.spec.tlsEnabled() {
 		return []string{ListenerHTTP, ListenerHTTPS}
 	}
 	return []string{ListenerHTTP}
@@ -228,7 +232,7 @@ func (b builder) listenerNames() []string {
 // observeAnchor requires AI Gateway to have accepted the anchor route.
 func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) error {
 	anchor := names.AnchorRoute(b.in.GatewayName)
-	ar, ok := obs[ResourceAnchorRoute]
+	ar, ok := obs[resourceAnchorRoute]
 	if !ok || !ar.Live() {
 		e.problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, syncNote(ar, ok)))
 		return nil
@@ -249,7 +253,7 @@ func (b builder) observeAnchor(e *evidence, obs map[string]remote.Observed) erro
 // its 32 KiB buffer and long prompts fail while the gateway looks ready.
 func (b builder) observeClientPolicy(e *evidence, obs map[string]remote.Observed) error {
 	var err error
-	e.clientPolicyAccepted, err = b.policyAccepted(e, obs, ResourceClientPolicy, ReasonClientPolicyNotAccepted,
+	e.clientPolicyAccepted, err = b.policyAccepted(e, obs, resourceClientPolicy, ReasonClientPolicyNotAccepted,
 		"ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), " yet; until it does, request and response bodies over 32 KiB fail")
 	return err
 }
@@ -339,6 +343,9 @@ func rolloutMessage(c rollout.Check, d *appsv1.Deployment) string {
 		return fmt.Sprintf("%d of %d replicas run the current template; old-template pods may lack the ext-proc sidecar", st.UpdatedReplicas, st.Replicas)
 	case rollout.NoReplicaAvailable:
 		return fmt.Sprintf("%d of %d replicas are available", st.AvailableReplicas, st.Replicas)
+	case rollout.ExtProcMarkerMissing:
+		// markerMessage says why, from what the function knows of the
+		// marker.
 	}
 	return string(c)
 }

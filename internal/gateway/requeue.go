@@ -19,12 +19,10 @@ import (
 // (compose.WatchesHeldBack, for the Input's circuitBreakerCooldown), a
 // True GatewayReady is looked at again every compose.SlowRequeue, so that
 // a change on the gateway cluster does not leave it stale for the SDK's
-// one-minute TTL: against the real controllers the control-plane suite saw
-// GatewayReady stay True for 55 to 62 s after the Envoy Deployment was
-// deleted and re-created, the breaker open from the gateway's creation.
-// That costs one reconcile every 5 s for at most the breaker's cooldown.
-// SecretsMissing waits for a person (and for Crossplane's next look at the
-// Secrets, which it does not watch), and so does ClusterAlreadyHasGateway.
+// one-minute TTL. That costs one reconcile every 5 s for at most the breaker's cooldown.
+// TLSSecretMissing and CallerSecretsMissing wait for a person (and for
+// Crossplane's next look at the Secrets, which it does not watch), and so
+// does ClusterAlreadyHasGateway.
 //
 // markerDue, when not zero, is when the function will write its own
 // ext-proc marker (marker.go): the gateway is reconciled again no later
@@ -36,11 +34,22 @@ func requeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, 
 	switch {
 	case c.Status && compose.WatchesHeldBack(req.Composite, now, req.Input.CircuitBreakerCooldown.Duration):
 		d = compose.SlowRequeue
-	case !c.Status && since != nil && c.Reason != ReasonSecretsMissing && c.Reason != ReasonClusterAlreadyHasGateway:
+	case !c.Status && since != nil && !waitsForPerson(c.Reason):
 		d = compose.Backoff(since.Time, now)
 	}
 	if until := markerDue.Sub(now); !markerDue.IsZero() && until > 0 && (d == 0 || until < d) {
 		d = until
 	}
 	return d
+}
+
+// waitsForPerson reports whether a False GatewayReady's reason waits for
+// someone to create or fix a Secret, or to settle which InferenceGateway
+// serves the cluster, rather than for a controller.
+func waitsForPerson(reason string) bool {
+	switch reason {
+	case ReasonTLSSecretMissing, ReasonCallerSecretsMissing, ReasonClusterAlreadyHasGateway:
+		return true
+	}
+	return false
 }

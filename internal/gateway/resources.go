@@ -21,12 +21,12 @@ import (
 
 // Composition resource names of what an InferenceGateway composes.
 const (
-	ResourceNamespace       = "gateway-namespace"
-	ResourceEnvoyProxy      = "envoy-proxy"
-	ResourceGateway         = "gateway"
-	ResourceAnchorRoute     = "anchor-route"
-	ResourceFailoverPolicy  = "failover-policy"
-	ResourceClientPolicy    = "client-policy"
+	resourceNamespace       = "gateway-namespace"
+	resourceEnvoyProxy      = "envoy-proxy"
+	resourceGateway         = "gateway"
+	resourceAnchorRoute     = "anchor-route"
+	resourceFailoverPolicy  = "failover-policy"
+	resourceClientPolicy    = "client-policy"
 	ResourceEnvoyDeployment = "envoy-deployment"
 	ResourceGatewayStatus   = "gateway-status"
 
@@ -39,20 +39,20 @@ const (
 	// ResourceRedirectRoute is composed only with TLS.
 	ResourceRedirectRoute = "https-redirect-route"
 
-	// ResourceFilterConfigSecret observes AI Gateway's filter-config
+	// resourceFilterConfigSecret observes AI Gateway's filter-config
 	// Secret; composed only when the Input says the provider sanitizes
 	// Secrets (marker.go).
-	ResourceFilterConfigSecret = "filter-config-secret"
+	resourceFilterConfigSecret = "filter-config-secret"
 
-	// ResourceTLSSecretPrefix, followed by the Secret's name, is a TLS
+	// resourceTLSSecretPrefix, followed by the Secret's name, is a TLS
 	// Secret copied from the control plane; composed only with TLS.
-	ResourceTLSSecretPrefix = "tls-secret-"
+	resourceTLSSecretPrefix = "tls-secret-"
 )
 
 // Resources lists every composition resource name an InferenceGateway
-// implies whatever its spec; Spec.Implied adds those of TLS.
+// implies whatever its spec; Spec.implied adds those of TLS.
 var Resources = []string{
-	ResourceNamespace, ResourceEnvoyProxy, ResourceGateway, ResourceAnchorRoute, ResourceFailoverPolicy, ResourceClientPolicy, ResourceEnvoyDeployment,
+	resourceNamespace, resourceEnvoyProxy, resourceGateway, resourceAnchorRoute, resourceFailoverPolicy, resourceClientPolicy, ResourceEnvoyDeployment,
 	ResourceGatewayStatus, ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
 }
 
@@ -134,7 +134,7 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 				Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
 					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
 						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
-						Replicas: new(b.spec.ReplicaCount()),
+						Replicas: new(b.spec.replicaCount()),
 						Pod:      pod,
 						Patch:    dnsPatch,
 					},
@@ -145,7 +145,7 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 					},
 				},
 			},
-			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.DrainTimeoutValue()))},
+			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.drainTimeout()))},
 			Telemetry: b.telemetry(),
 		},
 	})
@@ -154,9 +154,9 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 // dnsPatch gives the Envoy pods ndots 1. With the pod default of 5, every
 // backend hostname with fewer than five dots (openrouter.ai,
 // api.openai.com) is first looked up under each search domain of the pod,
-// and Envoy answers 503 until its DNS cluster first resolves. A name with
-// a dot is now tried as it is first; a bare Service name still goes through
-// the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
+// and Envoy answers 503 until its DNS cluster first resolves. With ndots 1
+// a name with a dot is tried as it is first; a bare Service name still goes
+// through the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
 // patches the Deployment it renders with envoyDeployment.patch (gateway
 // v1.8.1 api/v1alpha1/shared_types.go, KubernetesPatchSpec;
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
@@ -176,7 +176,7 @@ func (b builder) gateway() *remote.Object {
 	listeners := []gwapiv1.Listener{{
 		Name: ListenerHTTP, Port: portHTTP, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: httpAdmits,
 	}}
-	if b.spec.TLSEnabled() {
+	if b.spec.tlsEnabled() {
 		refs := make([]gwapiv1.SecretObjectReference, len(b.spec.TLS.CertificateRefs))
 		for i, r := range b.spec.TLS.CertificateRefs {
 			refs[i] = gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(r.Name)}
@@ -263,9 +263,9 @@ func (b builder) failoverPolicy() *remote.Object {
 		PolicyTargetReferences: b.gatewayTarget(),
 		ClusterSettings: egv1a1.ClusterSettings{
 			Retry: &egv1a1.Retry{
-				NumRetries:             new(b.spec.NumRetries()),
+				NumRetries:             new(b.spec.numRetries()),
 				NumAttemptsPerPriority: ptr.To[int32](1),
-				RetryOn:                b.spec.RetryOn(),
+				RetryOn:                b.spec.retryOn(),
 			},
 			HealthCheck: &egv1a1.HealthCheck{
 				Passive: &egv1a1.PassiveHealthCheck{
@@ -274,7 +274,7 @@ func (b builder) failoverPolicy() *remote.Object {
 					BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
 					MaxEjectionPercent:   ptr.To[int32](100),
 				},
-				PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
+				PanicThreshold: new(uint32(b.spec.panicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
 			},
 		},
 	})
@@ -285,7 +285,7 @@ func (b builder) failoverPolicy() *remote.Object {
 // them (DefaultBufferLimit). The HTTP/2 windows keep a large body from
 // stalling on flow control.
 func (b builder) clientPolicy() *remote.Object {
-	limit := b.spec.BufferLimit()
+	limit := b.spec.bufferLimit()
 	return policy(b, "ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), &egv1a1.ClientTrafficPolicySpec{
 		PolicyTargetReferences: b.gatewayTarget(),
 		Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},
@@ -303,9 +303,8 @@ func (b builder) clientPolicy() *remote.Object {
 // waits on a controller's verdict: provider-kubernetes re-reads an Object
 // that is not Ready only every 30 s (v1.3.1 object.go, the poll-interval
 // hook), and Envoy Gateway and AI Gateway give their verdicts after the
-// provider's first read. Against the real controllers, the control-plane
-// suite saw GatewayReady report AnchorNotAccepted for 31 s after AI Gateway
-// had accepted the anchor, until the next poll.
+// provider's first read: without the watch, GatewayReady would lag a
+// verdict by up to that poll.
 func policy[S any](b builder, kind, name string, spec *S) *remote.Object {
 	return b.wrap(&remote.Manifest[S]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,

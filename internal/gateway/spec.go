@@ -48,17 +48,17 @@ var (
 	http2StreamWindow     = resource.MustParse("16Mi")
 	http2ConnectionWindow = resource.MustParse("24Mi")
 
-	// DefaultRetryTriggers fail a request over to the next priority tier
+	// defaultRetryTriggers fail a request over to the next priority tier
 	// only when the provider cannot have started on it: the connection
 	// failed, an HTTP/2 stream was refused, or the upstream reset before
 	// the request was sent. Plain "reset" is left out on purpose: a reset
 	// after the request went out may follow a generation the provider
 	// bills, and a retry would pay for it twice.
-	DefaultRetryTriggers = []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.ResetBeforeRequest, egv1a1.RetriableStatusCodes}
+	defaultRetryTriggers = []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.ResetBeforeRequest, egv1a1.RetriableStatusCodes}
 
-	// DefaultRetryStatusCodes are the answers that say the provider did
+	// defaultRetryStatusCodes are the answers that say the provider did
 	// not process the request: rate limited (429) and unavailable (503).
-	DefaultRetryStatusCodes = []int32{429, 503}
+	defaultRetryStatusCodes = []int32{429, 503}
 )
 
 // Failover defaults.
@@ -67,13 +67,13 @@ const (
 	// the next priority tier (numAttemptsPerPriority 1).
 	DefaultNumRetries int32 = 3
 
-	// DefaultPanicThreshold is Envoy's own default. Below it Envoy stops
+	// defaultPanicThreshold is Envoy's own default. Below it Envoy stops
 	// trusting its passive health checks and sends to every host of the
 	// tier. With a healthy lower tier it never applies (Envoy spills over
 	// by priority health first); it matters for a route whose every tier
 	// is ejected, where 0 would answer "no healthy upstream" for the whole
 	// ejection time. See the README's failover section.
-	DefaultPanicThreshold int32 = 50
+	defaultPanicThreshold int32 = 50
 )
 
 // retryTriggers are the triggers Envoy Gateway v1.8.1 accepts
@@ -231,63 +231,63 @@ func ReadSpec(xr map[string]any) (*Spec, error) {
 	return s, err
 }
 
-// Implied names every composition resource the spec implies: Resources,
+// implied names every composition resource the spec implies: Resources,
 // and with TLS the redirect route and a copied Secret per certificateRef.
-func (s *Spec) Implied() map[string]bool {
+func (s *Spec) implied() map[string]bool {
 	out := make(map[string]bool, len(Resources)+2)
 	for _, n := range Resources {
 		out[n] = true
 	}
-	if s.TLSEnabled() {
+	if s.tlsEnabled() {
 		out[ResourceRedirectRoute] = true
 		for _, r := range s.TLS.CertificateRefs {
-			out[ResourceTLSSecretPrefix+r.Name] = true
+			out[resourceTLSSecretPrefix+r.Name] = true
 		}
 	}
 	return out
 }
 
-// TLSEnabled reports whether the gateway terminates TLS.
-func (s *Spec) TLSEnabled() bool { return s.TLS != nil }
+// tlsEnabled reports whether the gateway terminates TLS.
+func (s *Spec) tlsEnabled() bool { return s.TLS != nil }
 
-// ReplicaCount is spec.replicas or its default.
-func (s *Spec) ReplicaCount() int32 {
+// replicaCount is spec.replicas or its default.
+func (s *Spec) replicaCount() int32 {
 	if s.Replicas == nil {
 		return defaultReplicas
 	}
 	return *s.Replicas
 }
 
-// BufferLimit is spec.connection.bufferLimit or its default.
-func (s *Spec) BufferLimit() resource.Quantity {
+// bufferLimit is spec.connection.bufferLimit or its default.
+func (s *Spec) bufferLimit() resource.Quantity {
 	if s.Connection == nil || s.Connection.BufferLimit == nil {
 		return DefaultBufferLimit
 	}
 	return *s.Connection.BufferLimit
 }
 
-// NumRetries is spec.failover.numRetries or its default.
-func (s *Spec) NumRetries() int32 {
+// numRetries is spec.failover.numRetries or its default.
+func (s *Spec) numRetries() int32 {
 	if s.Failover == nil || s.Failover.NumRetries == nil {
 		return DefaultNumRetries
 	}
 	return *s.Failover.NumRetries
 }
 
-// PanicThreshold is spec.failover.panicThreshold or its default.
-func (s *Spec) PanicThreshold() int32 {
+// panicThreshold is spec.failover.panicThreshold or its default.
+func (s *Spec) panicThreshold() int32 {
 	if s.Failover == nil || s.Failover.PanicThreshold == nil {
-		return DefaultPanicThreshold
+		return defaultPanicThreshold
 	}
 	return *s.Failover.PanicThreshold
 }
 
-// RetryOn is what is retried: spec.failover.retryOn, each list defaulted
+// retryOn is what is retried: spec.failover.retryOn, each list defaulted
 // on its own. Status codes only take effect with the
 // retriable-status-codes trigger, so that trigger is added whenever codes
 // are listed.
-func (s *Spec) RetryOn() *egv1a1.RetryOn {
-	triggers, codes := DefaultRetryTriggers, DefaultRetryStatusCodes
+func (s *Spec) retryOn() *egv1a1.RetryOn {
+	triggers, codes := defaultRetryTriggers, defaultRetryStatusCodes
 	if s.Failover != nil && s.Failover.RetryOn != nil {
 		if t := s.Failover.RetryOn.Triggers; len(t) > 0 {
 			triggers = make([]egv1a1.TriggerEnum, len(t))
@@ -351,11 +351,11 @@ func (s *Spec) validate() error {
 
 // Envoy defaults.
 const (
-	// DefaultDrainTimeout lets a streaming completion finish while its
+	// defaultDrainTimeout lets a streaming completion finish while its
 	// Envoy pod is replaced: Envoy Gateway's own default is 60 s
 	// (gateway v1.8.1 api/v1alpha1/envoyproxy_types.go, ShutdownConfig),
 	// shorter than many completions. Modelplane uses 300 s.
-	DefaultDrainTimeout = "300s"
+	defaultDrainTimeout = "300s"
 
 	// maxDrainTimeout bounds the drain: Envoy Gateway gives the pod a
 	// termination grace period of the drain timeout plus 300 s
@@ -364,29 +364,29 @@ const (
 	// for every old pod.
 	maxDrainTimeout = time.Hour
 
-	// DefaultWhenUnsatisfiable prefers spreading but never leaves a pod
+	// defaultWhenUnsatisfiable prefers spreading but never leaves a pod
 	// pending for want of another node or zone.
-	DefaultWhenUnsatisfiable = corev1.ScheduleAnyway
+	defaultWhenUnsatisfiable = corev1.ScheduleAnyway
 )
 
-// DrainTimeoutValue is spec.envoy.drainTimeout or its default.
-func (s *Spec) DrainTimeoutValue() string {
+// drainTimeout is spec.envoy.drainTimeout or its default.
+func (s *Spec) drainTimeout() string {
 	if s.Envoy == nil || s.Envoy.DrainTimeout == nil {
-		return DefaultDrainTimeout
+		return defaultDrainTimeout
 	}
 	return *s.Envoy.DrainTimeout
 }
 
-// WhenUnsatisfiable is spec.envoy.spread.whenUnsatisfiable or its default.
-func (s *Spec) WhenUnsatisfiable() corev1.UnsatisfiableConstraintAction {
+// whenUnsatisfiable is spec.envoy.spread.whenUnsatisfiable or its default.
+func (s *Spec) whenUnsatisfiable() corev1.UnsatisfiableConstraintAction {
 	if s.Envoy == nil || s.Envoy.Spread == nil || s.Envoy.Spread.WhenUnsatisfiable == "" {
-		return DefaultWhenUnsatisfiable
+		return defaultWhenUnsatisfiable
 	}
 	return corev1.UnsatisfiableConstraintAction(s.Envoy.Spread.WhenUnsatisfiable)
 }
 
-// AccessLogEnabled is spec.envoy.accessLog.enabled or its default, true.
-func (s *Spec) AccessLogEnabled() bool {
+// accessLogEnabled is spec.envoy.accessLog.enabled or its default, true.
+func (s *Spec) accessLogEnabled() bool {
 	if s.Envoy == nil || s.Envoy.AccessLog == nil || s.Envoy.AccessLog.Enabled == nil {
 		return true
 	}
@@ -405,7 +405,7 @@ func (s *Spec) validateEnvoy() error {
 	if d := s.Envoy.DrainTimeout; d != nil {
 		v, err := time.ParseDuration(*d)
 		if !gatewayDuration.MatchString(*d) || err != nil || v < time.Second || v > maxDrainTimeout {
-			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, DefaultDrainTimeout)
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, defaultDrainTimeout)
 		}
 	}
 	if sp := s.Envoy.Spread; sp != nil && sp.WhenUnsatisfiable != "" {

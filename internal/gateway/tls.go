@@ -22,7 +22,7 @@ type tlsSecret struct {
 	present bool
 	// version is its resourceVersion.
 	version string
-	// problem says what is wrong with it, for SecretsMissing.
+	// problem says what is wrong with it, for TLSSecretMissing.
 	problem string
 	copy    remote.CopyState
 }
@@ -31,7 +31,7 @@ type tlsSecret struct {
 // Input's objectNamespace on the control plane.
 func (b builder) tlsRequirements() map[string]compose.Requirement {
 	out := map[string]compose.Requirement{}
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return out
 	}
 	for _, r := range b.spec.TLS.CertificateRefs {
@@ -44,12 +44,12 @@ func (b builder) tlsRequirements() map[string]compose.Requirement {
 // resources. It looks only at whether tls.crt and tls.key are there, never
 // at their values, which only provider-kubernetes copies.
 func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
-	if !b.spec.TLSEnabled() {
+	if !b.spec.tlsEnabled() {
 		return nil
 	}
 	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))
 	for _, r := range b.spec.TLS.CertificateRefs {
-		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, ResourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
+		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, resourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
 		items, resolved := req.Required[requireTLSSecretPrefix+r.Name]
 		switch {
 		case !resolved:
@@ -77,7 +77,7 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 	return out
 }
 
-// observeTLS adds SecretsMissing for each TLS Secret that is missing or
+// observeTLS adds TLSSecretMissing for each TLS Secret that is missing or
 // incomplete on the control plane, or has never reached the gateway
 // cluster: the https listener cannot terminate TLS without it. A renewal
 // on its way (a new version of a Secret whose copy was delivered before)
@@ -87,11 +87,11 @@ func (b builder) observeTLS(e *evidence, secrets []tlsSecret) {
 	for _, s := range secrets {
 		switch {
 		case s.problem != "":
-			e.problems.Add(ReasonSecretsMissing, s.problem)
+			e.problems.Add(ReasonTLSSecretMissing, s.problem)
 		case !s.present:
-			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
+			e.problems.Add(ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
 		case !s.serving():
-			e.problems.Add(ReasonSecretsMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
+			e.problems.Add(ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
 		case s.renewing():
 			e.notices = append(e.notices, fmt.Sprintf("a new version of the TLS Secret %q (resourceVersion %s) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion %s) until it arrives", s.name, s.version, s.copy.LiveVersion))
 		}

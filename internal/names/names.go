@@ -61,26 +61,26 @@ const (
 	// key the Gateway's listeners admit routes by.
 	TeamNamespaceLabel = "modelplane.ai/namespace"
 
-	// AnchorRouteSuffix names the anchor AIGatewayRoute: <gateway>-anchor.
-	AnchorRouteSuffix = "anchor"
+	// anchorRouteSuffix names the anchor AIGatewayRoute: <gateway>-anchor.
+	anchorRouteSuffix = "anchor"
 
-	// FailoverPolicySuffix names the BackendTrafficPolicy: <gateway>-failover.
-	FailoverPolicySuffix = "failover"
+	// failoverPolicySuffix names the BackendTrafficPolicy: <gateway>-failover.
+	failoverPolicySuffix = "failover"
 
 	// KeyVersionAnnotation is set on an API-key Secret on the gateway
 	// cluster to the resourceVersion of the control-plane Secret it is
 	// copied from.
 	KeyVersionAnnotation = "modelplane.ai/api-key-version"
 
-	// ClientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
-	ClientPolicySuffix = "client"
-	// GatewayStatusSuffix names the ConfigMap that carries GatewayReady to
+	// clientPolicySuffix names the ClientTrafficPolicy: <gateway>-client.
+	clientPolicySuffix = "client"
+	// gatewayStatusSuffix names the ConfigMap that carries GatewayReady to
 	// the ModelRoutes: <gateway>-status.
-	GatewayStatusSuffix = "status"
-	// CallerPolicySuffix names the caller-auth SecurityPolicy,
+	gatewayStatusSuffix = "status"
+	// callerPolicySuffix names the caller-auth SecurityPolicy,
 	// <gateway>-callers, and starts the names of the caller Secrets copied
 	// to the gateway cluster, <gateway>-callers-<Secret>.
-	CallerPolicySuffix = "callers"
+	callerPolicySuffix = "callers"
 	// CallerSecretVersionAnnotation is set on a caller Secret on the
 	// gateway cluster to the resourceVersion of the control-plane Secret
 	// it is copied from.
@@ -112,8 +112,8 @@ const (
 	// copied from.
 	SecretVersionAnnotation = "modelplane.ai/secret-version"
 
-	// TeamNamespacePrefix starts every team namespace on the gateway cluster.
-	TeamNamespacePrefix = "mp"
+	// teamNamespacePrefix starts every team namespace on the gateway cluster.
+	teamNamespacePrefix = "mp"
 
 	// envoyPrefix is what Envoy Gateway puts before every resource it
 	// generates for a Gateway (envoyproxy/gateway v1.8.1
@@ -147,17 +147,17 @@ func FilterConfigSecret(gatewayNamespace, gatewayName string) string {
 
 // AnchorRoute is the name of the backend-free anchor AIGatewayRoute.
 func AnchorRoute(gatewayName string) string {
-	return Child(gatewayName, AnchorRouteSuffix)
+	return Child(gatewayName, anchorRouteSuffix)
 }
 
 // FailoverPolicy is the name of the gateway's BackendTrafficPolicy.
 func FailoverPolicy(gatewayName string) string {
-	return Child(gatewayName, FailoverPolicySuffix)
+	return Child(gatewayName, failoverPolicySuffix)
 }
 
 // ClientPolicy is the name of the gateway's ClientTrafficPolicy.
 func ClientPolicy(gatewayName string) string {
-	return Child(gatewayName, ClientPolicySuffix)
+	return Child(gatewayName, clientPolicySuffix)
 }
 
 // FrontDoorNamespace is the namespace on the gateway cluster that holds the
@@ -170,12 +170,12 @@ func FrontDoorNamespace(gatewayNamespace string) string {
 // GatewayStatus is the name of the ConfigMap that carries GatewayReady,
 // in the gateway namespace.
 func GatewayStatus(gatewayName string) string {
-	return Child(gatewayName, GatewayStatusSuffix)
+	return Child(gatewayName, gatewayStatusSuffix)
 }
 
 // CallerPolicy is the name of the gateway's caller-auth SecurityPolicy.
 func CallerPolicy(gatewayName string) string {
-	return Child(gatewayName, CallerPolicySuffix)
+	return Child(gatewayName, callerPolicySuffix)
 }
 
 // CallerSecret is the name on the gateway cluster of the caller Secret
@@ -189,7 +189,7 @@ func CallerSecret(gatewayName, secret string) string {
 // two control-plane namespaces that share a long prefix apart once the name
 // is cut to 63 characters, and makes the name deterministic.
 func TeamNamespace(ns string) string {
-	return hashed(TeamNamespacePrefix+"-"+ns, ns)
+	return hashed(teamNamespacePrefix+"-"+ns, ns)
 }
 
 // Child joins parent and child with "-". When the result is longer than 63

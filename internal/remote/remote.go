@@ -16,22 +16,22 @@ const (
 	APIVersion = "kubernetes.m.crossplane.io/v1alpha1"
 	// Kind of the provider-kubernetes Object.
 	Kind = "Object"
-	// ProviderConfigKind is the kind of provider config an Object names.
-	ProviderConfigKind = "ClusterProviderConfig"
+	// providerConfigKind is the kind of provider config an Object names.
+	providerConfigKind = "ClusterProviderConfig"
 )
 
 // Management policies (provider-kubernetes spec.managementPolicies).
 const (
 	PolicyObserve = "Observe"
-	PolicyCreate  = "Create"
-	PolicyUpdate  = "Update"
+	policyCreate  = "Create"
+	policyUpdate  = "Update"
 )
 
 // Readiness policies (provider-kubernetes spec.readiness.policy).
 const (
-	// ReadinessCEL makes the provider set Ready from spec.readiness.celQuery,
+	// readinessCEL makes the provider set Ready from spec.readiness.celQuery,
 	// evaluated on the live object it just read.
-	ReadinessCEL = "DeriveFromCelQuery"
+	readinessCEL = "DeriveFromCelQuery"
 )
 
 // Meta is the part of ObjectMeta a desired object carries.
@@ -121,7 +121,7 @@ func Wrap(providerConfig string, manifest any, opts ...Option) *Object {
 		Kind:       Kind,
 		Spec: ObjectSpec{
 			ForProvider:       ForProvider{Manifest: manifest},
-			ProviderConfigRef: ProviderConfigRef{Kind: ProviderConfigKind, Name: providerConfig},
+			ProviderConfigRef: ProviderConfigRef{Kind: providerConfigKind, Name: providerConfig},
 		},
 	}
 	for _, fn := range opts {
@@ -148,7 +148,7 @@ func ObserveOnly() Option {
 // share.
 func NeverDelete() Option {
 	return func(o *Object) {
-		o.Spec.ManagementPolicies = []string{PolicyObserve, PolicyCreate, PolicyUpdate}
+		o.Spec.ManagementPolicies = []string{PolicyObserve, policyCreate, policyUpdate}
 	}
 }
 
@@ -171,7 +171,7 @@ func PatchFrom(from PatchesFrom, toFieldPath string) Option {
 // ReadyWhen makes the provider derive Ready from a CEL query on the live
 // object.
 func ReadyWhen(celQuery string) Option {
-	return func(o *Object) { o.Spec.Readiness = &Readiness{Policy: ReadinessCEL, CelQuery: celQuery} }
+	return func(o *Object) { o.Spec.Readiness = &Readiness{Policy: readinessCEL, CelQuery: celQuery} }
 }
 
 // Condition is a status condition as read from observed data.

@@ -127,7 +127,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	return res, nil
 }
 
-func newBuilder(req compose.Request, spec *Spec, gw *gateway.Spec, name, ns string) builder {
+func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
 	b := builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
 		teamNamespace:  names.TeamNamespace(ns),
@@ -135,7 +135,7 @@ func newBuilder(req compose.Request, spec *Spec, gw *gateway.Spec, name, ns stri
 		sectionName:    gateway.ListenerHTTP,
 		observed:       req.Observed,
 	}
-	if gw.TLSEnabled() {
+	if gw.TLS {
 		b.sectionName = gateway.ListenerHTTPS
 	}
 	return b
@@ -197,7 +197,7 @@ func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[st
 // gatewayView is what a ModelRoute knows of its InferenceGateway.
 type gatewayView struct {
 	// spec is nil while the gateway is unresolved, missing or unreadable.
-	spec    *gateway.Spec
+	spec    *gateway.RouteView
 	verdict gateway.Verdict
 	address string
 	// reason is RoutingReady's reason while the gateway is not ready, why
@@ -396,12 +396,12 @@ func readGateway(req compose.Request) gatewayView {
 	v := gatewayView{reason: ReasonWaitingForGateway}
 	st, _ := gw["status"].(map[string]any)
 	v.address, _ = st["address"].(string)
-	spec, err := gateway.ReadSpec(gw)
+	spec, err := gateway.ReadRouteView(gw)
 	if err != nil {
 		v.why = fmt.Sprintf("the InferenceGateway %q cannot be used: %v", gwName, err)
 		return v
 	}
-	v.spec = spec
+	v.spec = &spec
 	verdict, err := gateway.ReadVerdict(gw)
 	if err != nil {
 		v.why = fmt.Sprintf("the InferenceGateway %q has unreadable conditions: %v", gwName, err)

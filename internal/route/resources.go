@@ -104,9 +104,7 @@ func (b builder) namespaceObject() *remote.Object {
 // model header, so AI Gateway lists exactly this model in /v1/models. The
 // Object is watched, so AI Gateway's verdict reaches RoutingReady within a
 // watch event: an Object that is not Ready is otherwise re-read only every
-// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook), and
-// the control-plane suite saw RoutingReady wait those 30 s on
-// WaitingForRoute after its gateway was ready.
+// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook).
 func (b builder) route(model string, refs []ref) *remote.Object {
 	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
 	for i, r := range refs {
@@ -179,7 +177,7 @@ func (b builder) aiBackend(be Backend) *remote.Object {
 			Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
 		},
 	}
-	if !be.ForwardsCaller(b.in.ClusterDomain) {
+	if !be.forwardsCaller(b.in.ClusterDomain) {
 		spec.HeaderMutation = &aigv1b1.HTTPHeaderMutation{Remove: []string{names.CallerHeader}}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{

@@ -33,16 +33,16 @@ const (
 	// HTTPRouteRule.BackendRefs MaxItems=16). A 17th backend makes the
 	// generated HTTPRoute invalid, and the model is never served.
 	MaxBackends = 16
-	// MaxPriority is the highest priority a backend may ask for.
-	MaxPriority = 63
-	// MaxWeight is the largest weight, Gateway API's BackendRef limit.
-	MaxWeight = 1_000_000
+	// maxPriority is the highest priority a backend may ask for.
+	maxPriority = 63
+	// maxWeight is the largest weight, Gateway API's BackendRef limit.
+	maxWeight = 1_000_000
 
-	DefaultPort           int32 = 443
-	DefaultWeight         int32 = 1
-	DefaultRequestTimeout       = "600s"
-	// DefaultPrefix is the API prefix for the OpenAI and Anthropic schemas.
-	DefaultPrefix = "/v1"
+	defaultPort           int32 = 443
+	defaultWeight         int32 = 1
+	defaultRequestTimeout       = "600s"
+	// defaultPrefix is the API prefix for the OpenAI and Anthropic schemas.
+	defaultPrefix = "/v1"
 )
 
 // Schemas AI Gateway v1.0.0 knows (api/v1beta1/shared_types.go, APISchema).
@@ -225,11 +225,11 @@ func (b Backend) validateSchema(f string) error {
 }
 
 func (b Backend) validateTier(f string) error {
-	if p := b.Priority; p != nil && (*p < 0 || *p > MaxPriority) {
-		return errors.Errorf("%s.priority is %d; use 0 (preferred) to %d", f, *p, MaxPriority)
+	if p := b.Priority; p != nil && (*p < 0 || *p > maxPriority) {
+		return errors.Errorf("%s.priority is %d; use 0 (preferred) to %d", f, *p, maxPriority)
 	}
-	if w := b.Weight; w != nil && (*w < 1 || *w > MaxWeight) {
-		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, MaxWeight)
+	if w := b.Weight; w != nil && (*w < 1 || *w > maxWeight) {
+		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, maxWeight)
 	}
 	return nil
 }
@@ -261,16 +261,16 @@ func (s *Spec) requestTimeout() string {
 	if s.Timeouts != nil && s.Timeouts.Request != "" {
 		return s.Timeouts.Request
 	}
-	return DefaultRequestTimeout
+	return defaultRequestTimeout
 }
 
-// ForwardsCaller reports whether the backend receives the caller's client
+// forwardsCaller reports whether the backend receives the caller's client
 // ID: spec.backends[].forwardCallerIdentity, or by default only a backend
 // inside the gateway cluster, one without an API key whose hostname is a
 // Service's (<svc>.<ns>.svc or <svc>.<ns>.svc.<clusterDomain>). A backend
 // with an API key is a third party's, who has no business knowing who
 // inside the company called.
-func (b Backend) ForwardsCaller(clusterDomain string) bool {
+func (b Backend) forwardsCaller(clusterDomain string) bool {
 	if b.ForwardCallerIdentity != nil {
 		return *b.ForwardCallerIdentity
 	}
@@ -280,7 +280,7 @@ func (b Backend) ForwardsCaller(clusterDomain string) bool {
 
 func (b Backend) port() int32 {
 	if b.Endpoint.Port == nil {
-		return DefaultPort
+		return defaultPort
 	}
 	return *b.Endpoint.Port
 }
@@ -296,7 +296,7 @@ func (b Backend) priority() int32 {
 
 func (b Backend) weight() int32 {
 	if b.Weight == nil {
-		return DefaultWeight
+		return defaultWeight
 	}
 	return *b.Weight
 }
@@ -307,8 +307,11 @@ func (b Backend) prefix() *string {
 	}
 	switch aigv1b1.APISchema(b.Schema.Name) {
 	case aigv1b1.APISchemaOpenAI, aigv1b1.APISchemaAnthropic:
-		p := DefaultPrefix
+		p := defaultPrefix
 		return &p
+	default:
+		// AI Gateway uses the prefix only for OpenAI and Anthropic (ai-gateway
+		// v1.0.0 api/v1beta1/shared_types.go, VersionedAPISchema.Prefix).
+		return nil
 	}
-	return nil
 }

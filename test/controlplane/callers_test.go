@@ -138,9 +138,9 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	for _, n := range []string{callersSecret, callersSecret2} {
 		must(t, c.dyn.Resource(gvrSecret).Namespace(objectNS).Delete(sc.ctx, n, metav1.DeleteOptions{}))
 	}
-	sc.eventually(t, waitRoute, "GatewayReady=False, SecretsMissing, and a deny-all policy", func(ctx context.Context) string {
+	sc.eventually(t, waitRoute, "GatewayReady=False, CallerSecretsMissing, and a deny-all policy", func(ctx context.Context) string {
 		gw := sc.gatewayXR(ctx)
-		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonSecretsMissing {
+		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonCallerSecretsMissing {
 			return "GatewayReady reason " + r
 		}
 		p, err := sc.get(ctx, gvrEGSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))

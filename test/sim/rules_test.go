@@ -66,6 +66,9 @@ func (w *world) applyRule(x *xr) {
 	rep, upd, avl, rdy := num(st, "replicas"), num(st, "updatedReplicas"), num(st, "availableReplicas"), num(st, "readyReplicas")
 	var ok bool
 	switch w.cfg.rule {
+	case ruleProject:
+		// Returned above: the function's own verdict stands.
+		return
 	case ruleThreadFinal:
 		ok = obs == gen && marker && upd == rep && avl >= 1
 	case ruleReviewer:

@@ -18,6 +18,7 @@ package validate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -376,13 +377,15 @@ func (c *compiled) asOld(old map[string]any) any {
 	return o
 }
 
+// blockingErrorTypes are the error types blocking looks for.
+var blockingErrorTypes = []field.ErrorType{field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid}
+
 // blocking reports whether errs holds an error of a type after which the
 // API server does not run CEL rules (hasBlockingErr in
 // k8s.io/apiextensions-apiserver pkg/registry/customresource/strategy.go).
 func blocking(errs field.ErrorList) bool {
 	for _, e := range errs {
-		switch e.Type {
-		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+		if slices.Contains(blockingErrorTypes, e.Type) {
 			return true
 		}
 	}
