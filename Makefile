@@ -27,10 +27,11 @@ lint:
 	go tool -modfile=tools/lint/go.mod golangci-lint run ./...
 	go mod tidy -diff
 
-# Regenerate the Input's deepcopy code and CRD (package/input).
+# Regenerate the Input's deepcopy code and CRD (package/input), and the
+# XRDs (package/configuration/*/xrd.yaml) from the spec and status types.
 .PHONY: generate
 generate:
-	go generate -tags generate ./internal/input
+	go generate -tags generate ./internal/input ./internal/xrd
 
 # The control-plane suite alone, with its timeline (also part of make test-slow).
 .PHONY: controlplane

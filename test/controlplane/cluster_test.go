@@ -33,17 +33,27 @@ import (
 )
 
 // Names the control plane is set up with. The XRs under example/ name the
-// ClusterProviderConfig; the Composition names the Function.
+// ClusterProviderConfig; the Composition names the Function, by the name
+// crossplane xpkg install and a Configuration's dependency give it: its
+// repository as a DNS label (crossplane v2.2.0 internal/xpkg/name.go,
+// ToDNSLabel, from cmd/crank/xpkg/install.go and
+// internal/controller/pkg/resolver/reconciler.go, NewPackage).
 const (
 	providerConfigName = "gpu-cluster-1"
-	functionName       = "function-inference-gateway"
-	crossplaneNS       = "crossplane-system"
-	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (example/gateway/composition.yaml's Input)
-	gatewayClassName   = "envoy"
-	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
+	functionName       = "modelplaneai-function-inference-gateway"
+	// functionRepository is the function package's repository in the
+	// suite's registry, as on xpkg.crossplane.io.
+	functionRepository = "modelplaneai/function-inference-gateway"
+	// configurationDir holds the XRDs and Compositions the Configuration
+	// package ships.
+	configurationDir = "package/configuration"
+	crossplaneNS     = "crossplane-system"
+	envoyGatewayNS   = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (package/configuration/gateway/composition.yaml's Input)
+	gatewayClassName = "envoy"
+	egControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
 
 	// objectNS holds the InferenceGateway's Objects on the control plane
-	// (the Input's objectNamespace, as example/gateway/composition.yaml
+	// (the Input's objectNamespace, as package/configuration/gateway/composition.yaml
 	// sets it). A platform team creates it beforehand.
 	objectNS = "modelplane-system"
 	// gatewayNS is the Gateway's namespace on the gateway cluster (the
@@ -567,7 +577,7 @@ spec:
 	if err != nil {
 		c.tb.Fatalf("cannot build the function package: %v\n%s", err, out)
 	}
-	c.functionPkg = c.registry + "/modelplaneai/" + functionName + ":v0.1.0"
+	c.functionPkg = c.registry + "/" + functionRepository + ":v0.1.0"
 	if out, err := c.ps.run(ctx, nil, c.bins["crane"], "push", "--insecure", xpkg, c.functionPkg); err != nil {
 		c.tb.Fatalf("cannot push the function package: %v\n%s", err, out)
 	}
@@ -632,11 +642,12 @@ spec:
 	}))
 }
 
-// installExamples installs the XRDs and Compositions under example/ and
-// waits until Crossplane serves both XR kinds.
+// installExamples installs the XRDs and Compositions the Configuration
+// package ships, package/configuration/<kind>/, as they are but for the
+// Input's gatewayNamespace, and waits until Crossplane serves both XR kinds.
 func (c *cluster) installExamples(ctx context.Context) {
 	for _, kind := range []string{"gateway", "route"} {
-		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "xrd.yaml"))...)
+		c.apply(ctx, c.readYAMLFile(filepath.Join(configurationDir, kind, "xrd.yaml"))...)
 	}
 	for _, name := range []string{"inferencegateways.modelplane.ai", "modelroutes.modelplane.ai"} {
 		must(c.tb, waitFor(ctx, nil, 200*time.Millisecond, "XRD "+name+" Established", func(ctx context.Context) (bool, error) {
@@ -648,7 +659,7 @@ func (c *cluster) installExamples(ctx context.Context) {
 		}))
 	}
 	for _, kind := range []string{"gateway", "route"} {
-		comps := c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))
+		comps := c.readYAMLFile(filepath.Join(configurationDir, kind, "composition.yaml"))
 		for _, u := range comps {
 			c.setGatewayNamespace(u)
 		}

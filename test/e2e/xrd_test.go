@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modelplaneai/function-inference-gateway/test/e2e/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/e2e/validate"
 )
 
@@ -69,7 +70,7 @@ func crdOf(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition 
 // v2.2.0 cmd/crank/beta/validate/validate.go passes no old object to the
 // CEL validator), so transition rules are never run there.
 func TestXRDTransitionRules(t *testing.T) {
-	v, err := validate.New([]*apiextensionsv1.CustomResourceDefinition{crdOf(t, filepath.Join(h.Examples(), "gateway", "xrd.yaml"))})
+	v, err := validate.New([]*apiextensionsv1.CustomResourceDefinition{crdOf(t, filepath.Join(harness.ConfigurationDir(h.Examples()), "gateway", harness.FileXRD))})
 	if err != nil {
 		t.Fatal(err)
 	}
