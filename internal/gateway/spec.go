@@ -318,7 +318,7 @@ type Rollout struct {
 // ReadSpec decodes and checks the spec of an observed InferenceGateway.
 func ReadSpec(xr map[string]any) (*Spec, error) {
 	s := &Spec{}
-	if err := decode.Into("InferenceGateway", "spec", xr["spec"], s); err != nil {
+	if err := decode.Strict("InferenceGateway", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err
 	}
 	err := s.validate()

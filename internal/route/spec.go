@@ -241,7 +241,7 @@ type TierStatus struct {
 // composed in place.
 func ReadSpec(xr map[string]any) (*Spec, error) {
 	s := &Spec{}
-	if err := decode.Into("ModelRoute", "spec", xr["spec"], s); err != nil {
+	if err := decode.Strict("ModelRoute", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err
 	}
 	err := s.validate()
