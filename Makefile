@@ -55,7 +55,8 @@ golden:
 bench:
 	go test -run '^$$' -bench . -benchmem -count 6 ./fn/ ./internal/rollout/
 
-# Build the runtime image tarball and the Crossplane package into _output/.
+# Build the runtime image tarball, the Function package and the Configuration
+# package (package/configuration: the XRDs and Compositions) into _output/.
 .PHONY: xpkg
 xpkg:
 	go -C test/tools run ./xpkg
