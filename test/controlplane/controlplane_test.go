@@ -137,6 +137,7 @@ func TestControlPlane(t *testing.T) {
 	c.startProvider(ctx, webhookPort)
 	c.installFunction(ctx)
 	c.installExamples(ctx)
+	c.dryRunControlPlane(ctx)
 	s := c.startStandIns(ctx, t)
 
 	in := &v1beta1.Input{}
