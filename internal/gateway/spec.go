@@ -148,7 +148,9 @@ type Envoy struct {
 	// How long a terminating Envoy pod keeps serving its connections, so a
 	// streaming completion finishes during a rollout; a duration from 1s to
 	// 1h. Envoy Gateway gives the pod this plus 300s to terminate.
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(h|m|s|ms)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1s') && duration(self) <= duration('1h'))",message="spec.envoy.drainTimeout must be from 1s to 1h: Envoy Gateway gives the pod this plus 300s to terminate, and a rollout waits that long for every old pod"
 	// +kubebuilder:default="300s"
 	DrainTimeout *string `json:"drainTimeout,omitempty"`
 
@@ -250,6 +252,7 @@ type CertificateRef struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
 }
 
