@@ -130,33 +130,9 @@ func unknownField(v any, t reflect.Type, path string) string {
 	if reflect.PointerTo(t).Implements(unmarshaler) {
 		return ""
 	}
-	join := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
 	switch x := v.(type) {
 	case map[string]any:
-		switch t.Kind() {
-		case reflect.Map:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if f := unknownField(x[k], t.Elem(), join(k)); f != "" {
-					return f
-				}
-			}
-		case reflect.Struct:
-			fields := jsonFields(t)
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				ft, ok := fields[k]
-				if !ok {
-					return join(k)
-				}
-				if f := unknownField(x[k], ft, join(k)); f != "" {
-					return f
-				}
-			}
-		}
+		return unknownInObject(x, t, path)
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, e := range x {
@@ -164,6 +140,38 @@ func unknownField(v any, t reflect.Type, path string) string {
 					return f
 				}
 			}
+		}
+	}
+	return ""
+}
+
+// unknownInObject is unknownField for a JSON object, which t decodes as a
+// map (any key is known) or a struct (only its JSON fields are).
+func unknownInObject(x map[string]any, t reflect.Type, path string) string {
+	var fields map[string]reflect.Type
+	switch t.Kind() {
+	case reflect.Map:
+	case reflect.Struct:
+		fields = jsonFields(t)
+	default:
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		var ft reflect.Type
+		switch f, ok := fields[k]; {
+		case t.Kind() == reflect.Map:
+			ft = t.Elem()
+		case ok:
+			ft = f
+		default:
+			return p
+		}
+		if f := unknownField(x[k], ft, p); f != "" {
+			return f
 		}
 	}
 	return ""

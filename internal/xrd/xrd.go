@@ -52,28 +52,28 @@ type XRD struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
-	Spec       XRDSpec           `json:"spec"`
+	Spec       Spec              `json:"spec"`
 }
 
-// XRDSpec is an XRD's spec.
-type XRDSpec struct {
+// Spec is an XRD's spec.
+type Spec struct {
 	Group    string                                        `json:"group"`
 	Names    apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
 	Scope    apiextensionsv1.ResourceScope                 `json:"scope"`
-	Versions []XRDVersion                                  `json:"versions"`
+	Versions []Version                                     `json:"versions"`
 }
 
-// XRDVersion is one version of an XRD.
-type XRDVersion struct {
+// Version is one version of an XRD.
+type Version struct {
 	Name                     string                                           `json:"name"`
 	Served                   bool                                             `json:"served"`
 	Referenceable            bool                                             `json:"referenceable"`
 	AdditionalPrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"additionalPrinterColumns,omitempty"`
-	Schema                   XRDSchema                                        `json:"schema"`
+	Schema                   Schema                                           `json:"schema"`
 }
 
-// XRDSchema holds a version's schema.
-type XRDSchema struct {
+// Schema holds a version's schema.
+type Schema struct {
 	OpenAPIV3Schema apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema"`
 }
 
@@ -126,7 +126,7 @@ func FromCRD(crd *apiextensionsv1.CustomResourceDefinition) (*XRD, error) {
 		APIVersion: "apiextensions.crossplane.io/v2",
 		Kind:       "CompositeResourceDefinition",
 		Metadata:   metav1.ObjectMeta{Name: crd.Name},
-		Spec: XRDSpec{
+		Spec: Spec{
 			Group: crd.Spec.Group,
 			// Crossplane derives the singular and list kind itself.
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
@@ -146,12 +146,12 @@ func FromCRD(crd *apiextensionsv1.CustomResourceDefinition) (*XRD, error) {
 				props[p] = ps
 			}
 		}
-		x.Spec.Versions = append(x.Spec.Versions, XRDVersion{
+		x.Spec.Versions = append(x.Spec.Versions, Version{
 			Name:                     v.Name,
 			Served:                   v.Served,
 			Referenceable:            v.Storage,
 			AdditionalPrinterColumns: v.AdditionalPrinterColumns,
-			Schema: XRDSchema{OpenAPIV3Schema: apiextensionsv1.JSONSchemaProps{
+			Schema: Schema{OpenAPIV3Schema: apiextensionsv1.JSONSchemaProps{
 				Description: s.Description,
 				Type:        "object",
 				Properties:  props,
