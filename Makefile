@@ -27,10 +27,11 @@ lint:
 	go tool -modfile=tools/lint/go.mod golangci-lint run ./...
 	go mod tidy -diff
 
-# Regenerate the Input's deepcopy code and CRD (package/input).
+# Regenerate the Input's deepcopy code and CRD (package/input), and the
+# XRDs (package/configuration/*/xrd.yaml) from the spec and status types.
 .PHONY: generate
 generate:
-	go generate -tags generate ./internal/input
+	go generate -tags generate ./internal/input ./internal/xrd
 
 # The control-plane suite alone, with its timeline (also part of make test-slow).
 .PHONY: controlplane
@@ -61,7 +62,8 @@ golden:
 bench:
 	go test -run '^$$' -bench . -benchmem -count 6 ./fn/ ./internal/rollout/
 
-# Build the runtime image tarball and the Crossplane package into _output/.
+# Build the runtime image tarball, the Function package and the Configuration
+# package (package/configuration: the XRDs and Compositions) into _output/.
 .PHONY: xpkg
 xpkg:
 	go -C test/tools run ./xpkg

@@ -414,6 +414,7 @@ func TestModelRouteFatal(t *testing.T) {
 		"NoBackends":      {routeXR(), "spec.backends is empty"},
 		"UnknownSchema":   {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "a.b.c"}, "schema": obj{"name": "Gemini"}}), `spec.backends[0].schema.name "Gemini" is not a schema AI Gateway knows`},
 		"WeightWrongType": {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "a.b.c"}, "schema": obj{"name": "OpenAI"}, "weight": "heavy"}), "spec.backends.weight is a JSON string, but must be a whole number"},
+		"UnknownField":    {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "a.b.c"}, "schema": obj{"name": "OpenAI"}, "wieght": 2}), "cannot read ModelRoute: spec.backends[0].wieght is not a field of ModelRoute"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -43,8 +43,8 @@ const (
 
 // status.notReadySince is the composite's status field in which the function
 // records when the current not-ready spell of its condition began. Both
-// XRDs declare it (example/*/xrd.yaml): Crossplane prunes a status field
-// the schema lacks.
+// XRDs declare it (package/configuration/*/xrd.yaml, generated from the
+// Status types): Crossplane prunes a status field the schema lacks.
 //
 // The condition's own lastTransitionTime cannot serve: Crossplane stamps
 // every condition a function returns with the time of the call

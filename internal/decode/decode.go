@@ -8,6 +8,10 @@ import (
 	"encoding/json"
 	stderrors "errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/crossplane/function-sdk-go/errors"
 )
@@ -76,4 +80,131 @@ func describe(kind string) string {
 	default:
 		return fmt.Sprintf("a %s", kind)
 	}
+}
+
+// CrossplaneSpecField is the field of a composite's spec that Crossplane v2
+// adds for its own use, with compositionRef, resourceRefs and the like in
+// it (crossplane v2.2.0 internal/xcrd/schemas.go,
+// CompositeResourceSpecProps). Functions must tolerate it.
+const CrossplaneSpecField = "crossplane"
+
+// Strict decodes v into the typed value pointed to by into, like Into, but
+// first fails on a field of v that into's type does not have, naming its
+// path: a field the function does not know would otherwise be dropped
+// without a word, and the user would believe it took effect. The API server
+// prunes such fields from an XR already, but crossplane render does not
+// validate the XR against its XRD. tolerate names top-level fields of v
+// that are not the user's, such as the spec.crossplane that Crossplane v2
+// adds to every composite (crossplane v2.2.0 internal/xcrd/schemas.go,
+// CompositeResourceSpecProps).
+//
+// Field names match exactly, as in the API server, not case-insensitively
+// as encoding/json matches them.
+func Strict(what, prefix string, v, into any, tolerate ...string) error {
+	if m, ok := v.(map[string]any); ok && len(tolerate) > 0 {
+		kept := make(map[string]any, len(m))
+		for k, x := range m {
+			if !slices.Contains(tolerate, k) {
+				kept[k] = x
+			}
+		}
+		v = kept
+	}
+	if f := unknownField(v, reflect.TypeOf(into), prefix); f != "" {
+		return errors.Errorf("cannot read %s: %s is not a field of %s; remove it, or check its spelling against the XRD", what, f, what)
+	}
+	return Into(what, prefix, v, into)
+}
+
+// unmarshaler is a type that decodes itself from JSON, such as
+// resource.Quantity or metav1.Time: its fields are not JSON fields.
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownField returns the path of the first field of v, in sorted order,
+// that t has no JSON field for, or "" when there is none. A value of the
+// wrong shape for t is left to the decoder, which names it better.
+func unknownField(v any, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return unknownInObject(x, t, path)
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range x {
+				if f := unknownField(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); f != "" {
+					return f
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// unknownInObject is unknownField for a JSON object, which t decodes as a
+// map (any key is known) or a struct (only its JSON fields are).
+func unknownInObject(x map[string]any, t reflect.Type, path string) string {
+	var fields map[string]reflect.Type
+	switch t.Kind() {
+	case reflect.Map:
+	case reflect.Struct:
+		fields = jsonFields(t)
+	default:
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		var ft reflect.Type
+		switch f, ok := fields[k]; {
+		case t.Kind() == reflect.Map:
+			ft = t.Elem()
+		case ok:
+			ft = f
+		default:
+			return p
+		}
+		if f := unknownField(x[k], ft, p); f != "" {
+			return f
+		}
+	}
+	return ""
+}
+
+// jsonFields returns the types of a struct's JSON fields by name, with the
+// fields of embedded structs that have no name of their own, as
+// encoding/json sees them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				maps.Copy(out, jsonFields(ft))
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }

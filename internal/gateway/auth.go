@@ -56,32 +56,43 @@ var keyHeaders = []string{"authorization", "x-api-key"}
 
 // Auth says how callers authenticate.
 type Auth struct {
-	// Method is APIKey, the default.
+	// How callers authenticate: APIKey, the only method.
+	// +kubebuilder:validation:Enum=APIKey
+	// +kubebuilder:default=APIKey
 	Method string `json:"method,omitempty"`
-	// APIKey selects the Secrets that hold the callers' keys.
+	// The Secrets that hold the callers' keys.
+	// +kubebuilder:validation:Required
 	APIKey *APIKeyAuth `json:"apiKey,omitempty"`
 }
 
 // APIKeyAuth selects the callers' Secrets.
 type APIKeyAuth struct {
-	// SecretSelector selects Secrets in the Input's objectNamespace on the
+	// Selects Secrets in the function Input's objectNamespace on the
 	// control plane. Each data entry of a Secret is one caller: the key is
 	// the client ID, the value its API key.
+	// +kubebuilder:validation:Required
 	SecretSelector *SecretSelector `json:"secretSelector,omitempty"`
 }
 
 // SecretSelector selects Secrets by label.
 type SecretSelector struct {
+	// The labels every selected Secret has.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=16
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
 // AuthStatus is what the gateway reports of caller authentication.
 type AuthStatus struct {
-	// Method is APIKey, or None when the gateway is open to every caller.
+	// APIKey, or None when the gateway is open to every caller.
+	// +optional
 	Method string `json:"method"`
-	// Secrets names the control-plane Secrets whose callers Envoy checks.
+	// The control-plane Secrets whose callers Envoy checks.
+	// +optional
 	Secrets []string `json:"secrets,omitempty"`
-	// Clients counts the client IDs in those Secrets.
+	// How many client IDs those Secrets hold.
+	// +optional
 	Clients int `json:"clients,omitempty"`
 }
 

@@ -96,14 +96,18 @@ const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
 // MarkerStatus is the function's record, in the InferenceGateway's status,
 // of the rollout it may write its own ext-proc marker for.
 type MarkerStatus struct {
-	// RolloutCompleted is when the Envoy Deployment's rollout completed, as
-	// the Deployment controller recorded it (its Progressing condition's
-	// lastUpdateTime, on the gateway cluster's clock). It is also the value
-	// of the marker the function writes for that rollout, so that two
-	// reconciles never write two values, each of which would roll Envoy.
+	// It is also the value of the marker the function writes for that
+	// rollout, so that two reconciles never write two values, each of
+	// which would roll Envoy.
+
+	// When the Envoy Deployment's rollout completed, as the Deployment
+	// controller recorded it: its Progressing condition's lastUpdateTime,
+	// on the gateway cluster's clock.
+	// +optional
 	RolloutCompleted string `json:"rolloutCompleted"`
-	// FirstSeen is when the function first saw that rollout complete with
-	// every other condition for its marker met, on its own clock.
+	// When the function first saw that rollout complete with every other
+	// condition for its marker met, on its own clock.
+	// +optional
 	FirstSeen string `json:"firstSeen"`
 }
 

@@ -85,146 +85,243 @@ var retryTriggers = []egv1a1.TriggerEnum{
 }
 
 // Spec is the spec of an InferenceGateway.
+//
+// The doc comments of Spec, Status and the types under them are the
+// InferenceGateway XRD's field descriptions, and their markers its schema:
+// internal/xrd generates package/configuration/gateway/xrd.yaml from them.
+// The API server enforces the markers; validate checks again what the
+// schema cannot say, and what crossplane render (which does not validate an
+// XR against its XRD) would otherwise let through.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || has(self.hostname)",message="spec.tls needs spec.hostname: set the hostname the certificate is for"
 type Spec struct {
-	// ProviderConfigName names the provider-kubernetes ClusterProviderConfig
-	// that reaches the gateway's cluster.
+	// The provider-kubernetes ClusterProviderConfig that reaches the
+	// gateway's cluster. Immutable: the gateway's objects there have fixed
+	// names, and its claim on the cluster is kept in its status.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.providerConfigName is immutable: to serve another cluster, create another InferenceGateway with that providerConfigName (and delete this one once it is no longer needed)"
 	ProviderConfigName string `json:"providerConfigName,omitempty"`
 
-	// Replicas of Envoy.
+	// Envoy replicas. Two lets one pod be drained while the other serves.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=2
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// ClassName is the GatewayClass; the Input's default when empty.
+	// The GatewayClass. Defaults to the function Input's gatewayClassName
+	// (envoy).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	ClassName string `json:"className,omitempty"`
 
-	// Hostname the gateway serves, used by the https listener and in the
+	// The hostname the gateway serves, used by the https listener and the
 	// endpoint URLs.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Hostname string `json:"hostname,omitempty"`
 
-	// TLS makes the Gateway terminate TLS on an https listener.
+	// Terminate TLS on an https listener on port 443.
 	TLS *TLS `json:"tls,omitempty"`
 
-	// Connection tunes the gateway's client connections.
+	// The gateway's client connections.
 	Connection *Connection `json:"connection,omitempty"`
 
-	// Failover tunes how requests fail over between priority tiers.
+	// How a request fails over from one priority tier to the next.
 	Failover *Failover `json:"failover,omitempty"`
 
-	// Auth makes callers authenticate; without it the gateway is open.
+	// Makes every caller present an API key. The selected Secrets, in the
+	// function Input's objectNamespace on the control plane, hold one
+	// caller per data entry: the client ID as the key, its API key as the
+	// value. Without auth the gateway is open to anyone who can reach it.
 	Auth *Auth `json:"auth,omitempty"`
 
-	// Envoy tunes the Envoy pods for long-lived streaming traffic.
+	// The Envoy pods, tuned for long-lived streaming traffic. Each setting
+	// changes the pod template, so changing one rolls Envoy; GatewayReady
+	// is False until the rollout is done, and every model stays composed.
 	Envoy *Envoy `json:"envoy,omitempty"`
 }
 
-// Envoy tunes the Envoy pods. Each setting changes their template, so a
-// change rolls Envoy (and GatewayReady is False until the rollout is done).
+// Envoy tunes the Envoy pods.
 type Envoy struct {
-	// DrainTimeout is how long a terminating Envoy keeps serving the
-	// connections it has, a Gateway API duration such as 300s.
+	// How long a terminating Envoy pod keeps serving its connections, so a
+	// streaming completion finishes during a rollout; a duration from 1s to
+	// 1h. Envoy Gateway gives the pod this plus 300s to terminate.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(h|m|s|ms)){1,4}$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1s') && duration(self) <= duration('1h'))",message="spec.envoy.drainTimeout must be from 1s to 1h: Envoy Gateway gives the pod this plus 300s to terminate, and a rollout waits that long for every old pod"
+	// +kubebuilder:default="300s"
 	DrainTimeout *string `json:"drainTimeout,omitempty"`
 
-	// Spread spreads the Envoy pods across nodes and zones.
+	// Spreads the Envoy pods across nodes and zones.
 	Spread *Spread `json:"spread,omitempty"`
 
-	// AccessLog writes one JSON line per request to Envoy's stdout.
+	// A JSON access log on Envoy's stdout: caller, model, backend and token
+	// counts of each request.
 	AccessLog *AccessLog `json:"accessLog,omitempty"`
 }
 
 // Spread spreads the Envoy pods across nodes and zones.
 type Spread struct {
-	// WhenUnsatisfiable is ScheduleAnyway (prefer spreading) or
-	// DoNotSchedule (require it).
+	// ScheduleAnyway prefers spreading; DoNotSchedule requires it.
+	// +kubebuilder:validation:Enum=ScheduleAnyway;DoNotSchedule
+	// +kubebuilder:default=ScheduleAnyway
 	WhenUnsatisfiable string `json:"whenUnsatisfiable,omitempty"`
 }
 
 // AccessLog configures Envoy's access log.
 type AccessLog struct {
-	// Enabled writes the JSON access log; false leaves the GatewayClass's.
+	// false leaves the access log to the GatewayClass's EnvoyProxy.
+	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Connection tunes the gateway's client connections.
 type Connection struct {
-	// BufferLimit is the most one connection may buffer, a Kubernetes
-	// quantity such as 50Mi. It bounds the largest request and response
-	// body, because AI Gateway buffers whole bodies.
+	// Schemaless drops resource.Quantity's own int-or-string schema: the
+	// field takes the string of a binary size.
+
+	// The most one connection may buffer. AI Gateway buffers whole request
+	// and response bodies, so this bounds the longest prompt and
+	// completion. Envoy Gateway's own default is 32Ki.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]*(Ki|Mi|Gi)?$`
+	// +kubebuilder:default="50Mi"
 	BufferLimit *resource.Quantity `json:"bufferLimit,omitempty"`
 }
 
 // Failover tunes retries across priority tiers and passive health checks.
 type Failover struct {
-	// NumRetries is how many times a request is retried, each time on the
-	// next priority tier.
+	// Retries of a request; each goes to the next priority tier.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=3
 	NumRetries *int32 `json:"numRetries,omitempty"`
 
-	// RetryOn says which failures are retried.
+	// The failures that are retried. The defaults retry only what the
+	// provider cannot have started on: connect failures, refused streams,
+	// resets before the request was sent, and 429 and 503 answers.
 	RetryOn *RetryOn `json:"retryOn,omitempty"`
 
-	// PanicThreshold is the percentage of healthy hosts below which Envoy
-	// ignores passive health checks; 0 never ignores them.
+	// Percent of healthy hosts in a tier below which Envoy ignores passive
+	// health checks and sends to every host. 0 trusts them always: a route
+	// whose every tier is ejected then answers "no healthy upstream" for
+	// 30s.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=50
 	PanicThreshold *int32 `json:"panicThreshold,omitempty"`
 }
 
 // RetryOn lists the failures that are retried.
 type RetryOn struct {
-	// Triggers are Envoy retry conditions, as Envoy Gateway names them.
+	// The enum is retryTriggers, which validateFailover checks too.
+
+	// Envoy retry conditions, as Envoy Gateway names them.
+	// +kubebuilder:validation:MaxItems=13
+	// +kubebuilder:validation:items:Enum="5xx";gateway-error;reset;reset-before-request;connect-failure;retriable-4xx;refused-stream;retriable-status-codes;cancelled;deadline-exceeded;internal;resource-exhausted;unavailable
+	// +listType=set
 	Triggers []string `json:"triggers,omitempty"`
 
-	// HTTPStatusCodes are the response codes that are retried.
+	// The HTTP response codes that are retried.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=100
+	// +kubebuilder:validation:items:Maximum=599
+	// +listType=set
 	HTTPStatusCodes []int32 `json:"httpStatusCodes,omitempty"`
 }
 
 // TLS configures TLS termination.
 type TLS struct {
-	// CertificateRefs name TLS Secrets in the gateway's namespace on the
-	// gateway cluster.
+	// kubernetes.io/tls Secrets on the control plane, in the function
+	// Input's objectNamespace. provider-kubernetes copies each into the
+	// gateway namespace on the gateway cluster under the same name.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
 	CertificateRefs []CertificateRef `json:"certificateRefs,omitempty"`
 }
 
 // CertificateRef names a kubernetes.io/tls Secret.
 type CertificateRef struct {
+	// The Secret's name.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
 }
 
 // Status is what the function writes into an InferenceGateway's status.
 type Status struct {
-	Address   string     `json:"address,omitempty"`
+	// The gateway's address, as Envoy Gateway reports it.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// Base URLs for OpenAI and Anthropic SDKs.
+	// +optional
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
-	Rollout   *Rollout   `json:"rollout,omitempty"`
-	// Auth says whether callers must authenticate, and with what.
+	// The Envoy Deployment's rollout counters, as last observed.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+	// Whether callers must authenticate, and the Secrets in use.
+	// +optional
 	Auth *AuthStatus `json:"auth,omitempty"`
-	// ExtProcMarker records the rollout the function may write its own
-	// ext-proc marker for, while it waits to (marker.go).
+	// The function's record of the Envoy rollout it may write its own
+	// ext-proc marker for (AI Gateway v1.0.0), while it waits: when the
+	// rollout completed, by the gateway cluster's Deployment controller,
+	// and when the function first saw it with every other condition met,
+	// by the function's clock.
+	// +optional
 	ExtProcMarker *MarkerStatus `json:"extProcMarker,omitempty"`
-	// NotReadySince is when GatewayReady last turned from True (or
-	// nothing) to False; absent while it is True. The back-off of the
-	// gateway's requeue runs from it (compose.NotReadySince).
+
+	// compose.NotReadySince reads this for the requeue's back-off.
+
+	// When GatewayReady last turned False; absent while it is True. The
+	// function backs off its requeue from it.
+	// +optional
 	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
-	// ClusterGateway is the InferenceGateway this one saw compose the
-	// gateway on its cluster: its own name once it has (its claim, see
-	// Winner).
+
+	// Winner says how a gateway claims its cluster with this.
+
+	// The InferenceGateway this one saw compose the gateway on its
+	// cluster: its own name once it has, which keeps the cluster its own
+	// (one gateway per cluster).
+	// +optional
 	ClusterGateway string `json:"clusterGateway,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
 type Endpoints struct {
-	OpenAI    string `json:"openAI,omitempty"`
+	// The base URL for OpenAI SDKs.
+	// +optional
+	OpenAI string `json:"openAI,omitempty"`
+	// The base URL for Anthropic SDKs.
+	// +optional
 	Anthropic string `json:"anthropic,omitempty"`
 }
 
 // Rollout holds the Envoy Deployment's counters as last observed.
 type Rollout struct {
-	Generation         int64 `json:"generation"`
+	// +optional
+	Generation int64 `json:"generation"`
+	// +optional
 	ObservedGeneration int64 `json:"observedGeneration"`
-	Replicas           int32 `json:"replicas"`
-	UpdatedReplicas    int32 `json:"updatedReplicas"`
-	AvailableReplicas  int32 `json:"availableReplicas"`
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas"`
 }
 
 // ReadSpec decodes and checks the spec of an observed InferenceGateway.
 func ReadSpec(xr map[string]any) (*Spec, error) {
 	s := &Spec{}
-	if err := decode.Into("InferenceGateway", "spec", xr["spec"], s); err != nil {
+	if err := decode.Strict("InferenceGateway", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err
 	}
 	err := s.validate()

@@ -27,6 +27,8 @@ func TestReadSpec(t *testing.T) {
 		"DrainTooLong":     {reason: "At most an hour.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "2h"}}, wantErr: "from 1s to 1h"},
 		"DrainZero":        {reason: "At least a second.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimeout": "0s"}}, wantErr: "from 1s to 1h"},
 		"SpreadUnknown":    {reason: "Only the two Kubernetes actions.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"spread": map[string]any{"whenUnsatisfiable": "Sometimes"}}}, wantErr: `spec.envoy.spread.whenUnsatisfiable is "Sometimes"`},
+		"UnknownField":     {reason: "A field the function does not know is an error, not silently ignored.", spec: map[string]any{"providerConfigName": "p", "envoy": map[string]any{"drainTimout": "10m"}}, wantErr: "cannot read InferenceGateway: spec.envoy.drainTimout is not a field of InferenceGateway"},
+		"CrossplaneFields": {reason: "Crossplane's own spec.crossplane is tolerated.", spec: map[string]any{"providerConfigName": "p", "crossplane": map[string]any{"compositionRef": map[string]any{"name": "c"}, "resourceRefs": []any{}}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -55,88 +55,186 @@ var schemas = []aigv1b1.APISchema{
 var durationRE = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
 
 // Spec is the spec of a ModelRoute.
+//
+// The doc comments of Spec, Status and the types under them are the
+// ModelRoute XRD's field descriptions, and their markers its schema:
+// internal/xrd generates package/configuration/route/xrd.yaml from them.
+// The API server enforces the markers; validate checks again what the
+// schema cannot say, and what crossplane render (which does not validate an
+// XR against its XRD) would otherwise let through.
 type Spec struct {
-	// GatewayName names the InferenceGateway that serves this model.
+	// The InferenceGateway that serves this model.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	GatewayName string `json:"gatewayName,omitempty"`
-	// Model is the name callers send in the model field; <namespace>/<name>
-	// when empty.
+	// The model name callers send. Defaults to <namespace>/<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Model string `json:"model,omitempty"`
-	// Backends serve the model.
+	// The backends that serve the model, in priority (fallback) tiers. At
+	// most 16: AI Gateway puts every backend into one rule of the HTTPRoute
+	// it generates, and Gateway API allows 16 backendRefs in a rule.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
 	Backends []Backend `json:"backends,omitempty"`
-	// Timeouts of a request.
+	// The request's timeouts.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 }
 
 // Backend is one upstream that serves the model.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.apiKey) || self.schema.name in ['OpenAI', 'Cohere', 'Anthropic', 'AzureOpenAI']",message="apiKey is only for the OpenAI, Cohere, Anthropic and AzureOpenAI schemas: AI Gateway authenticates AWS and Google backends with cloud credentials, not keys"
 type Backend struct {
-	Name              string   `json:"name,omitempty"`
-	Endpoint          Endpoint `json:"endpoint"`
-	Schema            Schema   `json:"schema"`
-	Priority          *int32   `json:"priority,omitempty"`
-	Weight            *int32   `json:"weight,omitempty"`
-	ModelNameOverride string   `json:"modelNameOverride,omitempty"`
-	APIKey            *APIKey  `json:"apiKey,omitempty"`
-	// ForwardCallerIdentity says whether the backend receives the
-	// caller's client ID in x-modelplane-caller. By default only a
-	// backend inside the gateway cluster does (ForwardsCaller).
+	// A DNS label, unique within the route.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+	// Where the backend listens.
+	Endpoint Endpoint `json:"endpoint"`
+	// The API the backend speaks.
+	Schema Schema `json:"schema"`
+	// The fallback tier. Lower is preferred; tiers are tried in order.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=63
+	// +kubebuilder:default=0
+	Priority *int32 `json:"priority,omitempty"`
+	// The share of traffic within the tier.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +kubebuilder:default=1
+	Weight *int32 `json:"weight,omitempty"`
+	// The model name this backend is sent instead of the route's.
+	// +kubebuilder:validation:MaxLength=4096
+	ModelNameOverride string `json:"modelNameOverride,omitempty"`
+	// The backend's API key.
+	APIKey *APIKey `json:"apiKey,omitempty"`
+
+	// ForwardsCaller reads this.
+
+	// Send this backend the authenticated caller's client ID in
+	// x-modelplane-caller. Defaults to true only for a backend inside the
+	// gateway cluster: no apiKey, and a hostname ending in .svc or
+	// .svc.<cluster domain>. Third parties never see who called unless
+	// this says so.
 	ForwardCallerIdentity *bool `json:"forwardCallerIdentity,omitempty"`
 }
 
 // Endpoint is where a backend listens.
+//
+// +kubebuilder:validation:XValidation:rule="!self.hostname.matches('^[0-9.]+$')",message="endpoint.hostname must be the backend's DNS name, not an IP address: Envoy Gateway builds priority localities only for FQDN endpoints"
 type Endpoint struct {
+	// The backend's fully qualified DNS name. IP addresses are not
+	// accepted.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
 	Hostname string `json:"hostname,omitempty"`
-	Port     *int32 `json:"port,omitempty"`
-	TLS      *bool  `json:"tls,omitempty"`
+	// The backend's port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=443
+	Port *int32 `json:"port,omitempty"`
+	// Connect with TLS, trusting the system CAs.
+	// +kubebuilder:default=true
+	TLS *bool `json:"tls,omitempty"`
 }
 
 // Schema is the API a backend speaks.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.version) || !(self.name in ['OpenAI', 'AWSBedrock', 'GCPVertexAI', 'Anthropic'])",message="AI Gateway ignores schema.version for OpenAI, AWSBedrock, GCPVertexAI and Anthropic; use schema.prefix for a custom path"
 type Schema struct {
-	Name    string  `json:"name,omitempty"`
-	Prefix  *string `json:"prefix,omitempty"`
+	// The API schema, as AI Gateway names it.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Enum=OpenAI;Anthropic;AWSBedrock;AzureOpenAI;GCPVertexAI;GCPAnthropic;Cohere;AWSAnthropic
+	Name string `json:"name,omitempty"`
+	// The API path prefix. Defaults to /v1 for OpenAI and Anthropic.
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix *string `json:"prefix,omitempty"`
+	// The API version, for AzureOpenAI.
+	// +kubebuilder:validation:MaxLength=64
 	Version *string `json:"version,omitempty"`
 }
 
 // APIKey points at the backend's API key.
 type APIKey struct {
+	// A Secret in the ModelRoute's namespace that holds the API key.
 	SecretRef SecretRef `json:"secretRef"`
 }
 
 // SecretRef names a key of a Secret in the ModelRoute's namespace.
 type SecretRef struct {
+	// The Secret's name.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
-	Key  string `json:"key,omitempty"`
+	// The key of the Secret's data that holds the API key.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
 }
 
 // Timeouts of a request.
 type Timeouts struct {
+	// The whole request's timeout, a Gateway API duration.
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(h|m|s|ms)){1,4}$`
+	// +kubebuilder:default="600s"
 	Request string `json:"request,omitempty"`
 }
 
 // Status is what the function writes into a ModelRoute's status.
 type Status struct {
-	Model    string          `json:"model,omitempty"`
-	Address  string          `json:"address,omitempty"`
+	// The model name callers send.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// The gateway's address.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// How many backends are usable, in all and in each tier.
+	// +optional
 	Backends *BackendsStatus `json:"backends,omitempty"`
-	// NotReadySince is when RoutingReady last turned False, or took
-	// another reason while False; absent while it is True. The back-off of
-	// the ModelRoute's requeue runs from it (compose.NotReadySince).
+
+	// compose.NotReadySince reads this for the requeue's back-off.
+
+	// When RoutingReady last turned False, or took another reason while
+	// False; absent while it is True. The function backs off its requeue
+	// from it.
+	// +optional
 	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
 }
 
 // BackendsStatus counts the backends.
 type BackendsStatus struct {
-	Total  int          `json:"total"`
-	Usable int          `json:"usable"`
-	Tiers  []TierStatus `json:"tiers,omitempty"`
+	// How many backends the route has.
+	// +optional
+	Total int `json:"total"`
+	// How many of them can serve.
+	// +optional
+	Usable int `json:"usable"`
+	// The usable backends of each tier.
+	// +optional
+	Tiers []TierStatus `json:"tiers,omitempty"`
 }
 
 // TierStatus counts the usable backends of one tier.
 type TierStatus struct {
-	// Tier is the priority Envoy sees, renumbered densely from 0.
+	// The priority Envoy sees, renumbered densely from 0.
+	// +optional
 	Tier int `json:"tier"`
-	// Priority is the priority the spec asked for.
+	// The priority the spec asked for.
+	// +optional
 	Priority int32 `json:"priority"`
-	// Backends is how many usable backends the tier has.
+	// How many usable backends the tier has.
+	// +optional
 	Backends int `json:"backends"`
 }
 
@@ -145,7 +243,7 @@ type TierStatus struct {
 // composed in place.
 func ReadSpec(xr map[string]any) (*Spec, error) {
 	s := &Spec{}
-	if err := decode.Into("ModelRoute", "spec", xr["spec"], s); err != nil {
+	if err := decode.Strict("ModelRoute", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err
 	}
 	err := s.validate()

@@ -33,17 +33,32 @@ import (
 )
 
 // Names the control plane is set up with. The XRs under example/ name the
-// ClusterProviderConfig; the Composition names the Function.
+// ClusterProviderConfig; the Composition names the Function, by the name
+// crossplane xpkg install and a Configuration's dependency give it: its
+// repository as a DNS label (crossplane v2.2.0 internal/xpkg/name.go,
+// ToDNSLabel, from cmd/crank/xpkg/install.go and
+// internal/controller/pkg/resolver/reconciler.go, NewPackage).
 const (
 	providerConfigName = "gpu-cluster-1"
-	functionName       = "function-inference-gateway"
+	functionName       = "modelplaneai-function-inference-gateway"
+	// functionRepository is the function package's repository in the
+	// suite's registry, as on xpkg.crossplane.io.
+	functionRepository = "modelplaneai/function-inference-gateway"
+	// configurationDir holds the XRDs and Compositions the Configuration
+	// package ships.
+	configurationDir = "package/configuration"
+	// controlPlaneDir holds what a platform team applies to the control
+	// plane, and providerConfigFile the ClusterProviderConfig in it, for
+	// the cluster the example XRs name.
+	controlPlaneDir    = "deploy/control-plane"
+	providerConfigFile = controlPlaneDir + "/providerconfig.yaml"
 	crossplaneNS       = "crossplane-system"
-	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (example/gateway/composition.yaml's Input)
+	envoyGatewayNS     = "envoy-gateway-system" // where Envoy Gateway puts the Envoy Deployment (package/configuration/gateway/composition.yaml's Input)
 	gatewayClassName   = "envoy"
 	egControllerName   = "gateway.envoyproxy.io/gatewayclass-controller"
 
 	// objectNS holds the InferenceGateway's Objects on the control plane
-	// (the Input's objectNamespace, as example/gateway/composition.yaml
+	// (the Input's objectNamespace, as package/configuration/gateway/composition.yaml
 	// sets it). A platform team creates it beforehand.
 	objectNS = "modelplane-system"
 	// gatewayNS is the Gateway's namespace on the gateway cluster (the
@@ -59,7 +74,6 @@ const (
 var (
 	gvrCRD           = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	gvrObject        = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "objects"}
-	gvrCPC           = schema.GroupVersionResource{Group: "kubernetes.m.crossplane.io", Version: "v1alpha1", Resource: "clusterproviderconfigs"}
 	gvrGateway       = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 	gvrGatewayClass  = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
 	gvrEnvoyProxy    = schema.GroupVersionResource{Group: "gateway.envoyproxy.io", Version: "v1alpha1", Resource: "envoyproxies"}
@@ -487,9 +501,9 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 // lands in an Object's status.atProvider.manifest (object.go,
 // setAtProvider). Its own client, for Objects and their references on the
 // control plane, stays admin: that is Crossplane's side. Its
-// ClusterProviderConfig points back at the same API server, which plays
-// the gateway cluster, with the least-privilege identity of
-// deploy/gateway-cluster-rbac.yaml.
+// ClusterProviderConfig, deploy/control-plane/providerconfig.yaml as it is,
+// points back at the same API server, which plays the gateway cluster,
+// with the least-privilege identity of deploy/gateway-cluster-rbac.yaml.
 func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
 	probe := c.ps.freePort()
@@ -508,20 +522,23 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 
 	user, token := c.gatewayIdentity(ctx)
 	c.gatewayUser = user
+	// deploy/control-plane/providerconfig.yaml, applied as it is: the
+	// Secret it names gets a kubeconfig for the gateway identity.
+	cpcs := c.readYAMLFile(providerConfigFile)
+	if len(cpcs) != 1 || cpcs[0].GetName() != providerConfigName {
+		c.tb.Fatalf("cannot use %s: want one ClusterProviderConfig named %s, the name the example XRs use", providerConfigFile, providerConfigName)
+	}
+	ref, _, err := unstructured.NestedStringMap(cpcs[0].Object, "spec", "credentials", "secretRef")
+	must(c.tb, err)
+	if ref["name"] == "" || ref["namespace"] == "" || ref["key"] == "" {
+		c.tb.Fatalf("cannot use %s: its spec.credentials.secretRef must name a Secret's namespace, name and key, got %v", providerConfigFile, ref)
+	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: providerConfigName + "-kubeconfig", Namespace: crossplaneNS},
-		Data:       map[string][]byte{"kubeconfig": c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), user, token)},
+		ObjectMeta: metav1.ObjectMeta{Name: ref["name"], Namespace: ref["namespace"]},
+		Data:       map[string][]byte{ref["key"]: c.kubeconfigFor(fmt.Sprintf("https://127.0.0.1:%d", c.apiPort), user, token)},
 	}
 	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
-	c.create(ctx, gvrCPC, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kubernetes.m.crossplane.io/v1alpha1",
-		"kind":       "ClusterProviderConfig",
-		"metadata":   map[string]any{"name": providerConfigName},
-		"spec": map[string]any{"credentials": map[string]any{
-			"source":    "Secret",
-			"secretRef": map[string]any{"namespace": crossplaneNS, "name": secret.Name, "key": "kubeconfig"},
-		}},
-	}})
+	c.apply(ctx, cpcs...)
 }
 
 // installFunction builds this function and its package, serves the
@@ -569,7 +586,7 @@ spec:
 	if err != nil {
 		c.tb.Fatalf("cannot build the function package: %v\n%s", err, out)
 	}
-	c.functionPkg = c.registry + "/modelplaneai/" + functionName + ":v0.1.0"
+	c.functionPkg = c.registry + "/" + functionRepository + ":v0.1.0"
 	if out, err := c.ps.run(ctx, nil, c.bins["crane"], "push", "--insecure", xpkg, c.functionPkg); err != nil {
 		c.tb.Fatalf("cannot push the function package: %v\n%s", err, out)
 	}
@@ -634,11 +651,12 @@ spec:
 	}))
 }
 
-// installExamples installs the XRDs and Compositions under example/ and
-// waits until Crossplane serves both XR kinds.
+// installExamples installs the XRDs and Compositions the Configuration
+// package ships, package/configuration/<kind>/, as they are but for the
+// Input's gatewayNamespace, and waits until Crossplane serves both XR kinds.
 func (c *cluster) installExamples(ctx context.Context) {
 	for _, kind := range []string{"gateway", "route"} {
-		c.apply(ctx, c.readYAMLFile(filepath.Join("example", kind, "xrd.yaml"))...)
+		c.apply(ctx, c.readYAMLFile(filepath.Join(configurationDir, kind, "xrd.yaml"))...)
 	}
 	for _, name := range []string{"inferencegateways.modelplane.ai", "modelroutes.modelplane.ai"} {
 		must(c.tb, waitFor(ctx, nil, 200*time.Millisecond, "XRD "+name+" Established", func(ctx context.Context) (bool, error) {
@@ -650,11 +668,42 @@ func (c *cluster) installExamples(ctx context.Context) {
 		}))
 	}
 	for _, kind := range []string{"gateway", "route"} {
-		comps := c.readYAMLFile(filepath.Join("example", kind, "composition.yaml"))
+		comps := c.readYAMLFile(filepath.Join(configurationDir, kind, "composition.yaml"))
 		for _, u := range comps {
 			c.setGatewayNamespace(u)
 		}
 		c.apply(ctx, comps...)
+	}
+}
+
+// dryRunControlPlane sends the manifests of deploy/control-plane that the
+// suite cannot apply as they are to the API server as a dry-run create, with
+// strict field validation: Crossplane's CRDs and webhooks in this API
+// server check them, and nothing is stored. The suite runs
+// provider-kubernetes and the function out of cluster, under its own
+// names and packages, and has no registry holding the Configuration.
+// (providerconfig.yaml it applies for real, in startProvider.) The Function
+// exists already under the name function.yaml gives it, so its create
+// ends in AlreadyExists, which the API server answers only after
+// validating the object (k8s.io/apiserver registry/generic/registry
+// Store.Create runs BeforeCreate before the dry-run storage looks for an
+// existing object).
+func (c *cluster) dryRunControlPlane(ctx context.Context) {
+	for _, f := range []string{"runtime-config.yaml", "provider.yaml", "function.yaml", "configuration.yaml"} {
+		rel := filepath.Join(controlPlaneDir, f)
+		for _, u := range c.readYAMLFile(rel) {
+			gvk := u.GroupVersionKind()
+			m, err := c.rm.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				c.tb.Fatalf("cannot find the kind of %s %s in %s: %v", gvk.Kind, u.GetName(), rel, err)
+			}
+			_, err = c.dyn.Resource(m.Resource).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{
+				DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict,
+			})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				c.tb.Fatalf("the API server refuses %s %s of %s: %v", gvk.Kind, u.GetName(), rel, err)
+			}
+		}
 	}
 }
 

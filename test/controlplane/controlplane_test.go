@@ -193,6 +193,7 @@ func bringUp(t *testing.T) *scenarios {
 	c.startProvider(ctx, webhookPort)
 	c.installFunction(ctx)
 	c.installExamples(ctx)
+	c.dryRunControlPlane(ctx)
 	s := c.startStandIns(ctx, t)
 
 	in := &v1beta1.Input{}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelplaneai/function-inference-gateway/test/e2e/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -26,17 +27,17 @@ const crossplaneImage = "xpkg.crossplane.io/crossplane/crossplane:" + toolchain.
 // examples: every XRD and Composition against Crossplane's CRDs, the
 // function's Input in each Composition's pipeline against its CRD
 // (package/input), and every XR (each composite's xr.yaml and each
-// scenario's) against its example XRD.
+// scenario's) against its XRD in package/configuration.
 func TestCrossplaneBetaValidate(t *testing.T) {
 	cache := crossplaneSchemaCache(t)
 
-	composites, err := filepath.Glob(filepath.Join(h.Examples(), "*", "composition.yaml"))
+	composites, err := filepath.Glob(filepath.Join(harness.ConfigurationDir(h.Examples()), "*", harness.FileComposition))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var xrds, resources []string
 	for _, comp := range composites {
-		xrd := filepath.Join(filepath.Dir(comp), "xrd.yaml")
+		xrd := filepath.Join(filepath.Dir(comp), harness.FileXRD)
 		xrds = append(xrds, xrd)
 		resources = append(resources, xrd, comp)
 	}
@@ -64,7 +65,7 @@ func TestCrossplaneBetaValidate(t *testing.T) {
 
 	// The same validation must reject the malformed XRs, or the check above
 	// proves nothing.
-	gatewayXRD := filepath.Join(h.Examples(), "gateway", "xrd.yaml")
+	gatewayXRD := filepath.Join(harness.ConfigurationDir(h.Examples()), "gateway", harness.FileXRD)
 	cases := map[string]struct {
 		xr   string
 		want string

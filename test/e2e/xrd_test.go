@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/modelplaneai/function-inference-gateway/test/e2e/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/e2e/validate"
 )
 
@@ -69,7 +70,7 @@ func crdOf(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition 
 // v2.2.0 cmd/crank/beta/validate/validate.go passes no old object to the
 // CEL validator), so transition rules are never run there.
 func TestXRDTransitionRules(t *testing.T) {
-	v, err := validate.New([]*apiextensionsv1.CustomResourceDefinition{crdOf(t, filepath.Join(h.Examples(), "gateway", "xrd.yaml"))})
+	v, err := validate.New([]*apiextensionsv1.CustomResourceDefinition{crdOf(t, filepath.Join(harness.ConfigurationDir(h.Examples()), "gateway", harness.FileXRD))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +116,79 @@ func TestXRDTransitionRules(t *testing.T) {
 			}
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("%s\nValidateUpdate(...) = %q, want it to contain %q", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestXRDCreateRules creates XRs that only the XRDs' rules refuse, beyond
+// types and required fields: the ranges and formats the function checks
+// too (internal/gateway and internal/route validate), so the API server
+// refuses them when they are written rather than the function when it runs.
+func TestXRDCreateRules(t *testing.T) {
+	dir := harness.ConfigurationDir(h.Examples())
+	v, err := validate.New([]*apiextensionsv1.CustomResourceDefinition{
+		crdOf(t, filepath.Join(dir, "gateway", harness.FileXRD)),
+		crdOf(t, filepath.Join(dir, "route", harness.FileXRD)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway := func(spec map[string]any) map[string]any {
+		spec["providerConfigName"] = "gpu-cluster-1"
+		return map[string]any{
+			"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceGateway",
+			"metadata": map[string]any{"name": "inference-gateway"},
+			"spec":     spec,
+		}
+	}
+	drain := func(d string) map[string]any {
+		return gateway(map[string]any{"envoy": map[string]any{"drainTimeout": d}})
+	}
+	cert := func(name string) map[string]any {
+		return gateway(map[string]any{"hostname": "llm.example.com", "tls": map[string]any{"certificateRefs": []any{map[string]any{"name": name}}}})
+	}
+	route := func(secretName, key string) map[string]any {
+		return map[string]any{
+			"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelRoute",
+			"metadata": map[string]any{"name": "llama", "namespace": "ml-team"},
+			"spec": map[string]any{"gatewayName": "inference-gateway", "backends": []any{map[string]any{
+				"name": "openai", "endpoint": map[string]any{"hostname": "api.openai.com"}, "schema": map[string]any{"name": "OpenAI"},
+				"apiKey": map[string]any{"secretRef": map[string]any{"name": secretName, "key": key}},
+			}}},
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		xr     map[string]any
+		want   string
+	}{
+		"DrainTimeout":        {reason: "A drain timeout from 1s to 1h is accepted, in any Gateway API form.", xr: drain("1h")},
+		"DrainTimeoutMinutes": {reason: "Minutes and seconds together are one duration.", xr: drain("2m30s")},
+		"DrainTimeoutTooLong": {reason: "Over an hour is refused.", xr: drain("61m"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
+		"DrainTimeoutZero":    {reason: "Under a second is refused.", xr: drain("500ms"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
+		"DrainTimeoutFormat":  {reason: "A Go-only form is refused by the pattern, not by the range rule.", xr: drain("1.5m"), want: "spec.envoy.drainTimeout: Invalid value: \"1.5m\": spec.envoy.drainTimeout in body should match"},
+		"CertificateRef":      {reason: "A certificateRef names a Secret.", xr: cert("llm-tls")},
+		"CertificateRefName":  {reason: "A certificateRef that is no Secret name is refused.", xr: cert("LLM_tls"), want: "spec.tls.certificateRefs[0].name in body should match"},
+		"SecretRef":           {reason: "An API key's secretRef names a Secret and a key.", xr: route("openai-key", "api_key.v1")},
+		"SecretRefName":       {reason: "A secretRef name that is no Secret name is refused.", xr: route("OpenAI Key", "key"), want: "spec.backends[0].apiKey.secretRef.name in body should match"},
+		"SecretRefKey":        {reason: "A key that no Secret can hold is refused.", xr: route("openai-key", "api key"), want: "spec.backends[0].apiKey.secretRef.key in body should match"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, errs := v.Validate(context.Background(), tc.xr)
+			got := ""
+			if len(errs) > 0 {
+				got = errs.ToAggregate().Error()
+			}
+			if tc.want == "" {
+				if diff := cmp.Diff("", got); diff != "" {
+					t.Errorf("%s\nValidate(...): -want, +got:\n%s", tc.reason, diff)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%s\nValidate(...) = %q, want it to contain %q", tc.reason, got, tc.want)
 			}
 		})
 	}

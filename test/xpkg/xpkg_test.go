@@ -143,7 +143,7 @@ func TestPackage(t *testing.T) {
 			want any
 		}{
 			"Capabilities":      {got: fn.Spec.Capabilities, want: []string{"composition"}},
-			"CrossplaneVersion": {got: fn.Spec.Crossplane.Version, want: ">=v2.0.0"},
+			"CrossplaneVersion": {got: fn.Spec.Crossplane.Version, want: testedCrossplane},
 			"Source":            {got: fn.Metadata.Annotations["meta.crossplane.io/source"], want: "github.com/modelplaneai/function-inference-gateway"},
 			"License":           {got: fn.Metadata.Annotations["meta.crossplane.io/license"], want: "Apache-2.0"},
 			"AnnotationsSet": {
@@ -161,6 +161,10 @@ func TestPackage(t *testing.T) {
 				}
 			})
 		}
+	})
+
+	t.Run("Configuration", func(t *testing.T) {
+		testConfiguration(t, root, xp, first.path(t, "configuration"))
 	})
 
 	t.Run("BinaryBuild", func(t *testing.T) {
@@ -446,10 +450,15 @@ func (a artifacts) fileHashes(t *testing.T) map[string]string {
 	return h
 }
 
-// path returns the file of the kind of artifact built for linux/arch.
+// path returns the file of the kind of artifact built for linux/arch, or
+// of the Configuration, which has no platform.
 func (a artifacts) path(t *testing.T, kind string) string {
 	t.Helper()
-	v, ok := a[kind+" linux/"+arch]
+	platform := "linux/" + arch
+	if kind == "configuration" {
+		platform = "any"
+	}
+	v, ok := a[kind+" "+platform]
 	if !ok {
 		t.Fatalf("xpkg printed no %s for linux/%s: %v", kind, arch, a)
 	}

@@ -9,15 +9,21 @@ import (
 	"sort"
 )
 
-// The files of an example composite folder, example/<composite>/, and of
-// its scenario folders, example/<composite>/<scenario>/.
+// The files of a composite's folder in the Configuration package,
+// package/configuration/<composite>/: the XRD and the Composition, the same
+// files the package ships.
 const (
 	FileXRD         = "xrd.yaml"
 	FileComposition = "composition.yaml"
-	FileFunctions   = "functions.yaml"
-	FileXR          = "xr.yaml"
-	FileObserved    = "observed.yaml"
-	FileRequired    = "required.yaml"
+)
+
+// The files of an example composite folder, example/<composite>/, and of
+// its scenario folders, example/<composite>/<scenario>/.
+const (
+	FileFunctions = "functions.yaml"
+	FileXR        = "xr.yaml"
+	FileObserved  = "observed.yaml"
+	FileRequired  = "required.yaml"
 	// FileExpected says what the XR reports after the scenario's render:
 	// its Ready status and the function's own condition.
 	FileExpected = "expected.yaml"
@@ -27,8 +33,16 @@ const (
 // scenario folders: it renders the composite's own xr.yaml.
 const DefaultScenario = "default"
 
-// Composite is an example composite folder: an XRD, a Composition, the
-// Functions it runs, and usually an XR.
+// ConfigurationDir is the Configuration package's folder for the examples
+// in exampleDir: package/configuration beside example/ at the repository
+// root. It holds each composite's XRD and Composition.
+func ConfigurationDir(exampleDir string) string {
+	return filepath.Join(filepath.Dir(exampleDir), "package", "configuration")
+}
+
+// Composite is an example composite folder, the Functions it runs and
+// usually an XR, with the XRD and Composition of the composite's folder in
+// the Configuration package.
 type Composite struct {
 	// Name is the folder's name, e.g. gateway.
 	Name string
@@ -71,7 +85,8 @@ func (c Composite) WithXR(name, xr string) Scenario {
 }
 
 // Composites finds every composite folder in exampleDir: each subfolder,
-// which must hold an XRD, a Composition and the Functions.
+// which must hold the Functions, and whose namesake in
+// ConfigurationDir(exampleDir) must hold an XRD and a Composition.
 func Composites(exampleDir string) ([]Composite, error) {
 	exampleDir, err := filepath.Abs(exampleDir)
 	if err != nil {
@@ -84,16 +99,17 @@ func Composites(exampleDir string) ([]Composite, error) {
 	out := make([]Composite, 0, len(dirs))
 	for _, name := range dirs {
 		dir := filepath.Join(exampleDir, name)
+		pkg := filepath.Join(ConfigurationDir(exampleDir), name)
 		c := Composite{
 			Name:        name,
 			Dir:         dir,
-			XRD:         filepath.Join(dir, FileXRD),
-			Composition: filepath.Join(dir, FileComposition),
+			XRD:         filepath.Join(pkg, FileXRD),
+			Composition: filepath.Join(pkg, FileComposition),
 			Functions:   filepath.Join(dir, FileFunctions),
 		}
 		for _, f := range []string{c.XRD, c.Composition, c.Functions} {
 			if !isFile(f) {
-				return nil, fmt.Errorf("cannot use %s as an example composite: it has no %s", dir, filepath.Base(f))
+				return nil, fmt.Errorf("cannot use %s as an example composite: %s is missing", dir, f)
 			}
 		}
 		if xr := filepath.Join(dir, FileXR); isFile(xr) {

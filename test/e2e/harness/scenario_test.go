@@ -9,10 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// tree writes files (path -> content) under a new temporary folder.
-func tree(t *testing.T, files ...string) string {
+// pkgDir is package/configuration/, as a path relative to example/.
+const pkgDir = "../package/configuration/"
+
+// tree writes files, as paths relative to dir, under dir.
+func tree(t *testing.T, dir string, files ...string) {
 	t.Helper()
-	dir := t.TempDir()
 	for _, f := range files {
 		p := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -22,12 +24,13 @@ func tree(t *testing.T, files ...string) string {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 func TestDiscover(t *testing.T) {
+	// Paths under example/, but for the XRD and Composition, which are in
+	// package/configuration/ beside it.
 	composite := func(name string, extra ...string) []string {
-		return append([]string{name + "/xrd.yaml", name + "/composition.yaml", name + "/functions.yaml"}, extra...)
+		return append([]string{pkgDir + name + "/xrd.yaml", pkgDir + name + "/composition.yaml", name + "/functions.yaml"}, extra...)
 	}
 	cases := map[string]struct {
 		reason  string
@@ -67,13 +70,15 @@ func TestDiscover(t *testing.T) {
 		},
 		"NotAComposite": {
 			reason:  "A folder of example/ without a Composition is an error, not silently skipped.",
-			files:   []string{"gateway/xrd.yaml", "gateway/functions.yaml", "gateway/xr.yaml"},
-			wantErr: "has no composition.yaml",
+			files:   []string{pkgDir + "gateway/xrd.yaml", "gateway/functions.yaml", "gateway/xr.yaml"},
+			wantErr: "composition.yaml is missing",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := tree(t, tc.files...)
+			root := t.TempDir()
+			dir := filepath.Join(root, "example")
+			tree(t, dir, tc.files...)
 			got, err := Discover(dir)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -97,7 +102,7 @@ func TestDiscover(t *testing.T) {
 			var ids []string
 			for _, s := range got {
 				ids = append(ids, s.ID()+": "+rel(s.XR)+", "+rel(s.Observed)+", "+rel(s.Required))
-				if rel(s.Composition) != s.Composite+"/composition.yaml" {
+				if rel(s.Composition) != pkgDir+s.Composite+"/composition.yaml" {
 					t.Errorf("%s: Composition is %s", s.ID(), s.Composition)
 				}
 			}

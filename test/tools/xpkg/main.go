@@ -1,10 +1,13 @@
 // Command xpkg builds function-inference-gateway's runtime image and its
-// Crossplane package without Docker, so the package can be built on any
-// machine that has Go.
+// Crossplane package, and the Configuration package of the XRDs and
+// Compositions that use it, without Docker, so the packages can be built on
+// any machine that has Go.
 //
 // For each architecture it cross-compiles a static binary, wraps it in a
 // one-layer OCI image written as a tarball with go-containerregistry, and
-// hands that tarball to crossplane xpkg build. Nothing in the output depends
+// hands that tarball to crossplane xpkg build. The Configuration, which has
+// no runtime and no architecture, is built once from package/configuration.
+// Nothing in the output depends
 // on the clock, the user or the checkout's path, so two builds of the same
 // source with the same Go toolchain give the same digests.
 //
@@ -16,6 +19,7 @@
 //
 //	image   linux/amd64 sha256:… /abs/path/_output/function-inference-gateway-runtime-amd64.tar
 //	package linux/amd64 sha256:… /abs/path/_output/function-inference-gateway-amd64.xpkg
+//	configuration any sha256:… /abs/path/_output/configuration-inference-gateway.xpkg
 //
 // Progress and timings go to stderr.
 //
@@ -54,6 +58,18 @@ const modulePath = "github.com/modelplaneai/function-inference-gateway"
 
 // pkgName is the package's name, the prefix of every file this writes.
 const pkgName = "function-inference-gateway"
+
+// configurationName is the Configuration package's name, the prefix of its
+// file.
+const configurationName = "configuration-inference-gateway"
+
+// The package roots, relative to the repository root. The Configuration's
+// sits inside the Function's, beside the Input CRD it shares the package/
+// folder with, so the Function's build must leave its files out.
+var (
+	functionRoot      = "package"
+	configurationRoot = filepath.Join("package", "configuration")
+)
 
 // mainPackage is the function's main package, relative to the root.
 const mainPackage = "./cmd/function"
@@ -164,11 +180,75 @@ func run(args []string, stdout, stderr io.Writer) error {
 		o.crossplane = fromRoot(o.root, o.crossplane)
 	}
 
+	ignore, err := configurationFiles(o.root)
+	if err != nil {
+		return err
+	}
 	for _, a := range o.archs {
-		if err := buildArch(o, a, stdout, stderr); err != nil {
+		if err := buildArch(o, a, ignore, stdout, stderr); err != nil {
 			return err
 		}
 	}
+	return buildConfiguration(o, stdout, stderr)
+}
+
+// configurationFiles returns the Configuration's YAML files relative to the
+// Function's package root, for the Function build's --ignore: it takes
+// file globs, not folders (crossplane v2.2.0 cmd/crank/xpkg/build.go,
+// buildFilters, with crossplane-runtime's parser.SkipPath matching each
+// path by filepath.Match). Listing the files rather than a glob per depth
+// keeps a deeper folder from slipping into the Function package, which
+// would refuse a second package meta and the XRDs.
+func configurationFiles(root string) ([]string, error) {
+	var files []string
+	base := filepath.Join(root, functionRoot)
+	err := filepath.WalkDir(filepath.Join(root, configurationRoot), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(base, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the Configuration's files: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("cannot find the Configuration in %s", filepath.Join(root, configurationRoot))
+	}
+	return files, nil
+}
+
+// buildConfiguration builds the Configuration package: the XRDs and
+// Compositions, and its dependencies on the Function and
+// provider-kubernetes.
+func buildConfiguration(o options, stdout, stderr io.Writer) error {
+	start := time.Now()
+	pkg := filepath.Join(o.output, configurationName+".xpkg")
+	root := filepath.Join(o.root, configurationRoot)
+	cmd := exec.Command(o.crossplane, "xpkg", "build",
+		"--package-root="+root,
+		// No examples layer: the example XRs in example/ come with
+		// scenario files that are not examples of use.
+		"--examples-root="+filepath.Join(root, "examples"),
+		"--package-file="+pkg)
+	cmd.Dir = o.root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cannot build the Configuration package: %w\n%s", err, b)
+	}
+	img, err := tarball.ImageFromPath(pkg, nil)
+	if err != nil {
+		return fmt.Errorf("cannot read the Configuration package back: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return fmt.Errorf("cannot compute the Configuration package digest: %w", err)
+	}
+	fmt.Fprintf(stderr, "xpkg: built the Configuration package in %s\n", since(start))
+	fmt.Fprintf(stdout, "configuration any %s %s\n", digest, pkg)
 	return nil
 }
 
@@ -293,8 +373,10 @@ func crossplaneCLI(root string, stderr io.Writer) (string, error) {
 	return path, nil
 }
 
-// buildArch builds the binary, runtime image and package for one GOARCH.
-func buildArch(o options, arch string, stdout, stderr io.Writer) error {
+// buildArch builds the binary, runtime image and package for one GOARCH,
+// leaving the files in ignore, relative to the package root, out of the
+// package.
+func buildArch(o options, arch string, ignore []string, stdout, stderr io.Writer) error {
 	platform := "linux/" + arch
 
 	start := time.Now()
@@ -329,7 +411,8 @@ func buildArch(o options, arch string, stdout, stderr io.Writer) error {
 	start = time.Now()
 	pkg := filepath.Join(o.output, pkgName+"-"+arch+".xpkg")
 	cmd := exec.Command(o.crossplane, "xpkg", "build",
-		"--package-root="+filepath.Join(o.root, "package"),
+		"--package-root="+filepath.Join(o.root, functionRoot),
+		"--ignore="+strings.Join(ignore, ","),
 		// Examples would go into the package too, and the build picks up
 		// ./examples by default. Ours live in example/ and hold XRDs and
 		// Compositions for a whole control plane, not package examples, so
