@@ -58,7 +58,8 @@ func (sc *scenarios) allRouting(t *testing.T, key string, names []string, create
 			}
 		}
 		if len(waiting) > 0 {
-			return fmt.Sprintf("%d not routing yet: %v", len(waiting), waiting[:min(10, len(waiting))])
+			r, _ := sc.get(ctx, gvrModelRoute, teamControlNS, waiting[0])
+			return fmt.Sprintf("%d not routing yet: %v; %s says %s", len(waiting), waiting[:min(10, len(waiting))], waiting[0], wantCondition(r, "RoutingReady", "True"))
 		}
 		return ""
 	})
