@@ -1,9 +1,18 @@
 package fn
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -24,6 +33,37 @@ func tlsSecret(crt, key bool) obj {
 		"metadata": obj{"name": "llm-tls", "namespace": "modelplane-system", "resourceVersion": "7"}, "data": data}
 }
 
+// tlsPair makes a self-signed certificate for llm.example.com and its key,
+// PEM-encoded.
+func tlsPair(t *testing.T) (crtPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "llm.example.com"}, DNSNames: []string{"llm.example.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})
+}
+
+// tlsSecretOf is the control-plane TLS Secret llm-tls holding crtPEM and
+// keyPEM.
+func tlsSecretOf(crtPEM, keyPEM []byte) obj {
+	s := tlsSecret(true, true)
+	s["data"] = obj{"tls.crt": base64.StdEncoding.EncodeToString(crtPEM), "tls.key": base64.StdEncoding.EncodeToString(keyPEM)}
+	return s
+}
+
 // observedTLSGateway is a rolled-out TLS gateway; delivered says whether
 // the TLS Secret's Object carries its references and is synced.
 func observedTLSGateway(delivered bool) map[string]obj {
@@ -42,6 +82,8 @@ func observedTLSGateway(delivered bool) map[string]obj {
 // TLSSecretMissing and keeps what was composed; a present one is copied by
 // reference, never by value.
 func TestTLSSecrets(t *testing.T) {
+	crt, key := tlsPair(t)
+	_, otherKey := tlsPair(t)
 	cases := map[string]struct {
 		reason   string
 		observed map[string]obj
@@ -50,6 +92,8 @@ func TestTLSSecrets(t *testing.T) {
 		wantReason, message string
 		// composed: the TLS Secret's Object is desired; references: with them.
 		composed, references bool
+		// carried: its manifest is the observed one, not a new version.
+		carried bool
 	}{
 		"Missing": {
 			reason:     "The Secret is not on the control plane: TLSSecretMissing names it, the composed copy is carried forward.",
@@ -78,6 +122,21 @@ func TestTLSSecrets(t *testing.T) {
 			wantReason: "TLSSecretMissing", message: "has not reached the gateway cluster yet",
 			composed: true,
 		},
+		"KeyOfAnotherCertificate": {
+			reason: "The Secret's key is not its certificate's: Envoy Gateway would program the listener and Envoy refuse the pair, " +
+				"so TLSSecretMissing says so and the copy delivered before is carried forward, not replaced.",
+			observed:   observedTLSGateway(true),
+			required:   map[string][]obj{"tls-secret-llm-tls": {tlsSecretOf(crt, otherKey)}},
+			wantReason: "TLSSecretMissing", message: `the TLS Secret "llm-tls" in "modelplane-system" on the control plane holds a tls.key that is not the key of the certificate in tls.crt`,
+			composed: true, references: true, carried: true,
+		},
+		"KeyOfItsCertificate": {
+			reason:     "A certificate and its own key: Serving.",
+			observed:   observedTLSGateway(true),
+			required:   map[string][]obj{"tls-secret-llm-tls": {tlsSecretOf(crt, key)}},
+			wantReason: "Serving",
+			composed:   true, references: true,
+		},
 		"Delivered": {
 			reason:     "The copy has its references and is synced: Serving.",
 			observed:   observedTLSGateway(true),
@@ -105,7 +164,13 @@ func TestTLSSecrets(t *testing.T) {
 			if refs != tc.references {
 				t.Errorf("%s\ntls-secret-llm-tls has references: %t, want %t", tc.reason, refs, tc.references)
 			}
-			if s := d.GetResource().String(); strings.Contains(s, "Y2VydA==") || strings.Contains(s, "a2V5") {
+			if tc.carried {
+				want := tc.observed["tls-secret-llm-tls"]["spec"].(obj)["forProvider"].(obj)["manifest"]
+				if diff := cmp.Diff(want, o["spec"].(obj)["forProvider"].(obj)["manifest"]); diff != "" {
+					t.Errorf("%s\ntls-secret-llm-tls is not the copy composed before: -observed, +desired:\n%s", tc.reason, diff)
+				}
+			}
+			if s := d.GetResource().String(); strings.Contains(s, "Y2VydA==") || strings.Contains(s, "a2V5") || strings.Contains(s, base64.StdEncoding.EncodeToString(otherKey)) {
 				t.Errorf("%s\nthe desired TLS Secret Object carries key material: %s", tc.reason, s)
 			}
 		})

@@ -118,7 +118,7 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 		if s.present {
 			// Ready while a copy with values serves, a renewal on its way
 			// included, so the composite does not flap on a renewal.
-			res[resourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.serving()}
+			res[ResourceTLSSecretPrefix+s.name] = compose.Desired{Object: b.tlsSecretObject(s), Ready: s.serving()}
 		}
 	}
 }

@@ -41,9 +41,9 @@ const (
 	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
 
 	// ReasonTLSSecretMissing: a TLS Secret named by spec.tls.certificateRefs
-	// is missing on the control plane, lacks tls.crt or tls.key, or has not
-	// reached the gateway cluster yet, so the https listener cannot
-	// terminate TLS.
+	// is missing on the control plane, lacks tls.crt or tls.key, holds a
+	// key that is not its certificate's, or has not reached the gateway
+	// cluster yet, so the https listener cannot terminate TLS.
 	ReasonTLSSecretMissing = "TLSSecretMissing"
 
 	// ReasonCallerSecretsMissing: spec.auth is set but no callers' Secret
@@ -55,8 +55,8 @@ const (
 	ReasonNotProgrammed = "GatewayNotProgrammed"
 
 	// ReasonListenersNotProgrammed: a listener of the Gateway is not
-	// Programmed or its references are not resolved (a bad or mismatched
-	// certificate), or Envoy Gateway has not reported it for the Gateway's
+	// Programmed or its references are not resolved (a certificate or key
+	// that does not parse, or an expired certificate), or Envoy Gateway has not reported it for the Gateway's
 	// current generation yet: the model routes on it get no traffic.
 	ReasonListenersNotProgrammed = "ListenersNotProgrammed"
 
@@ -181,14 +181,17 @@ func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) err
 // observeListeners requires every listener the function composes on the
 // Gateway to be Programmed with its references resolved, as Envoy Gateway
 // last judged the Gateway's current generation. An address alone says
-// nothing about the listeners: with a bad certificate (or one that does
-// not match) Envoy Gateway sets the https listener ResolvedRefs=False,
-// InvalidCertificateRef, and Programmed=False, Invalid, while the Gateway
-// keeps its address (gateway v1.8.1 internal/gatewayapi/validate.go,
+// nothing about the listeners: with a certificate or key that does not
+// parse, or a certificate that has expired, Envoy Gateway sets the https
+// listener ResolvedRefs=False, InvalidCertificateRef, and Programmed=False,
+// Invalid, while the Gateway keeps its address, and leaves the listener out
+// of Envoy's configuration (gateway v1.8.1 internal/gatewayapi/validate.go,
 // validateTerminateModeAndGetTLSSecrets and validateListenerConditions;
-// internal/gatewayapi/tls.go, validateCertificate). A listener Envoy
-// Gateway has not reported, or reported for an older generation, counts as
-// not programmed.
+// internal/gatewayapi/tls.go, parseCertsFromTLSSecretsData and
+// filterValidCertificates; internal/gatewayapi/listener.go,
+// ProcessListeners). A key that is not the certificate's it does not
+// notice; the function does (keyMismatch). A listener Envoy Gateway has not
+// reported, or reported for an older generation, counts as not programmed.
 func (b builder) observeListeners(e *evidence, gw map[string]any) error {
 	gen := upstream.Generation(gw)
 	var bad []string

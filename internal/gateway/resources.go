@@ -44,9 +44,9 @@ const (
 	// Secrets (marker.go).
 	resourceFilterConfigSecret = "filter-config-secret"
 
-	// resourceTLSSecretPrefix, followed by the Secret's name, is a TLS
+	// ResourceTLSSecretPrefix, followed by the Secret's name, is a TLS
 	// Secret copied from the control plane; composed only with TLS.
-	resourceTLSSecretPrefix = "tls-secret-"
+	ResourceTLSSecretPrefix = "tls-secret-"
 )
 
 // Resources lists every composition resource name an InferenceGateway

@@ -338,7 +338,7 @@ func (s *Spec) implied() map[string]bool {
 	if s.tlsEnabled() {
 		out[ResourceRedirectRoute] = true
 		for _, r := range s.TLS.CertificateRefs {
-			out[resourceTLSSecretPrefix+r.Name] = true
+			out[ResourceTLSSecretPrefix+r.Name] = true
 		}
 	}
 	return out

@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"strings"
 
@@ -41,15 +45,16 @@ func (b builder) tlsRequirements() map[string]compose.Requirement {
 }
 
 // readTLSSecrets reads each certificateRef's Secret from the required
-// resources. It looks only at whether tls.crt and tls.key are there, never
-// at their values, which only provider-kubernetes copies.
+// resources: whether tls.crt and tls.key are there, and whether the key is
+// the certificate's (keyMismatch). The values are read for that check only;
+// they never leave the function, and only provider-kubernetes copies them.
 func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 	if !b.spec.tlsEnabled() {
 		return nil
 	}
 	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))
 	for _, r := range b.spec.TLS.CertificateRefs {
-		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, resourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
+		s := tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, ResourceTLSSecretPrefix+r.Name, names.SecretVersionAnnotation)}
 		items, resolved := req.Required[requireTLSSecretPrefix+r.Name]
 		switch {
 		case !resolved:
@@ -66,9 +71,12 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 					missing = append(missing, k)
 				}
 			}
-			if len(missing) > 0 {
+			switch {
+			case len(missing) > 0:
 				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane has no %s; add the certificate and key", r.Name, b.in.ObjectNamespace, strings.Join(missing, " or "))
-			} else {
+			case keyMismatch(data):
+				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; Envoy refuses the pair, and Envoy Gateway does not check it, so it is not copied to the gateway cluster: put the certificate's own key in tls.key", r.Name, b.in.ObjectNamespace)
+			default:
 				s.present = true
 			}
 		}
@@ -77,9 +85,61 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 	return out
 }
 
-// observeTLS adds TLSSecretMissing for each TLS Secret that is missing or
-// incomplete on the control plane, or has never reached the gateway
-// cluster: the https listener cannot terminate TLS without it. A renewal
+// keyMismatch reports whether a TLS Secret's data holds a certificate and a
+// private key that both parse but do not belong together. Envoy Gateway
+// v1.8.1 parses tls.crt and tls.key each on its own and never compares
+// them (internal/gatewayapi/tls.go, parseCertsFromTLSSecretsData), so it
+// programs the listener with a pair Envoy then refuses. A certificate or key
+// that does not parse is Envoy Gateway's to reject (InvalidCertificateRef,
+// which ListenersNotProgrammed reports with its words), so it is not judged
+// here.
+func keyMismatch(data map[string]any) bool {
+	decode := func(k string) []byte {
+		v, _ := data[k].(string)
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	crtPEM, keyPEM := decode(corev1.TLSCertKey), decode(corev1.TLSPrivateKeyKey)
+	if !parses(crtPEM, keyPEM) {
+		return false
+	}
+	_, err := tls.X509KeyPair(crtPEM, keyPEM)
+	return err != nil
+}
+
+// parses reports whether the first PEM block of crtPEM is a certificate and
+// the first of keyPEM a private key, in the formats Envoy Gateway accepts
+// (PKCS#1, PKCS#8, SEC 1).
+func parses(crtPEM, keyPEM []byte) bool {
+	cb, _ := pem.Decode(crtPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return false
+	}
+	if _, err := x509.ParseCertificate(cb.Bytes); err != nil {
+		return false
+	}
+	switch kb.Type {
+	case "PRIVATE KEY":
+		_, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+		return err == nil
+	case "RSA PRIVATE KEY":
+		_, err := x509.ParsePKCS1PrivateKey(kb.Bytes)
+		return err == nil
+	case "EC PRIVATE KEY":
+		_, err := x509.ParseECPrivateKey(kb.Bytes)
+		return err == nil
+	}
+	return false
+}
+
+// observeTLS adds TLSSecretMissing for each TLS Secret that is missing,
+// incomplete or holds the key of another certificate on the control plane,
+// or has never reached the gateway cluster: the https listener cannot
+// terminate TLS without it. A renewal
 // on its way (a new version of a Secret whose copy was delivered before)
 // holds nothing: the https listener serves the version delivered before
 // until the new one arrives, so it is only a Normal notice.

@@ -106,7 +106,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	served, err := httpRouteServed(req, &p)
+	served, err := httpRouteServed(req, &p, gw.spec)
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +128,22 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 }
 
 func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
-	b := builder{
+	return builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
 		teamNamespace:  names.TeamNamespace(ns),
 		providerConfig: gw.ProviderConfigName,
-		sectionName:    gateway.ListenerHTTP,
+		sectionName:    listenerOf(gw),
 		observed:       req.Observed,
 	}
+}
+
+// listenerOf is the listener of the gateway a model route attaches to:
+// https with TLS, http without.
+func listenerOf(gw *gateway.RouteView) string {
 	if gw.TLS {
-		b.sectionName = gateway.ListenerHTTPS
+		return gateway.ListenerHTTPS
 	}
-	return b
+	return gateway.ListenerHTTP
 }
 
 // compose adds every resource the ModelRoute implies and can build now.
@@ -537,14 +542,24 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 // HTTPRoute it rejects, or whose Backends do not resolve, serves nothing
 // (gateway-api v1.5.1 apis/v1/shared_types.go, RouteConditionAccepted and
 // RouteConditionResolvedRefs).
-func httpRouteServed(req compose.Request, p *compose.Problems) (bool, error) {
+//
+// It reads Envoy Gateway's verdict for the listener the route is composed
+// on (gw, when the gateway is known), not the first it finds for the
+// Gateway: when TLS is turned on the route moves from http to https, and
+// the entry for http stays on the HTTPRoute with its NotAllowedByListeners
+// (upstream.RouteParentConditions).
+func httpRouteServed(req compose.Request, p *compose.Problems, gw *gateway.RouteView) (bool, error) {
 	o, ok := req.Observed[ResourceHTTPRoute]
 	if !ok || !o.Live() {
 		p.Add(ReasonHTTPRouteNotAccepted, "the HTTPRoute AI Gateway generates for the route has not been observed on the gateway cluster yet")
 		return false, nil
 	}
 	in := req.Input
-	conds, reported, err := upstream.RouteParentConditions(o.Manifest(), in.GatewayNamespace, in.GatewayName)
+	section := ""
+	if gw != nil {
+		section = listenerOf(gw)
+	}
+	conds, reported, err := upstream.RouteParentConditions(o.Manifest(), in.GatewayNamespace, in.GatewayName, section)
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed HTTPRoute")
 	}

@@ -165,18 +165,28 @@ func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, 
 }
 
 // RouteParentConditions returns the conditions Envoy Gateway wrote on an
-// HTTPRoute manifest for its parent Gateway ns/name (status.parents), and
-// whether it wrote any. The route's parentRefs always name the namespace.
-func RouteParentConditions(route map[string]any, ns, name string) ([]metav1.Condition, bool, error) {
+// HTTPRoute manifest for its parent Gateway ns/name and, unless
+// sectionName is empty, that listener (status.parents), and whether it
+// wrote any. The route's parentRefs always name the namespace. The
+// listener matters: when a route's parentRef moves to another listener,
+// Envoy Gateway v1.8.1 keeps the entry of the old one beside the new one,
+// with its last verdict (internal/provider/kubernetes/status.go,
+// mergeRouteParentStatus keeps every old entry of its own controller), so
+// the first entry for the Gateway may be stale.
+func RouteParentConditions(route map[string]any, ns, name, sectionName string) ([]metav1.Condition, bool, error) {
 	st := &gwapiv1.HTTPRouteStatus{}
 	if err := decode.Into("the HTTPRoute", "status", route["status"], st); err != nil {
 		return nil, false, err
 	}
 	for _, p := range st.Parents {
 		r := p.ParentRef
-		if string(r.Name) == name && r.Namespace != nil && string(*r.Namespace) == ns {
-			return p.Conditions, true, nil
+		if string(r.Name) != name || r.Namespace == nil || string(*r.Namespace) != ns {
+			continue
 		}
+		if sectionName != "" && (r.SectionName == nil || string(*r.SectionName) != sectionName) {
+			continue
+		}
+		return p.Conditions, true, nil
 	}
 	return nil, false, nil
 }

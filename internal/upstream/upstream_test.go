@@ -93,7 +93,7 @@ func TestRouteParentConditions(t *testing.T) {
 		obj{"parentRef": obj{"name": "other", "namespace": "modelplane-system"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", "")}},
 		obj{"parentRef": obj{"name": "inference-gateway", "namespace": "modelplane-system", "sectionName": "http"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", ""), cond("ResolvedRefs", "False", "BackendNotFound", "Backend qwen-a not found")}},
 	}}}
-	conds, ok, err := RouteParentConditions(route, "modelplane-system", "inference-gateway")
+	conds, ok, err := RouteParentConditions(route, "modelplane-system", "inference-gateway", "http")
 	if err != nil || !ok {
 		t.Fatalf("RouteParentConditions(...) = %v, %v; want our parent's conditions", ok, err)
 	}
@@ -104,7 +104,7 @@ func TestRouteParentConditions(t *testing.T) {
 	if diff := cmp.Diff(want, conds, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 		t.Errorf("RouteParentConditions(...): -want, +got:\n%s", diff)
 	}
-	if _, ok, _ := RouteParentConditions(obj{}, "modelplane-system", "inference-gateway"); ok {
+	if _, ok, _ := RouteParentConditions(obj{}, "modelplane-system", "inference-gateway", "http"); ok {
 		t.Error("an HTTPRoute without status has no parent conditions")
 	}
 }

@@ -2,8 +2,8 @@
 // plane on loopback and drives an InferenceGateway and a ModelRoute
 // through their life: creation, a ModelRoute that arrives while the
 // gateway rolls out, an ext-proc template change, a lost Envoy pod, a lost
-// and restored API-key Secret, a rotated API key, and the ModelRoute's
-// deletion.
+// and restored API-key Secret, a rotated API key, TLS from a real
+// certificate (a refused one, a renewal), and the ModelRoute's deletion.
 //
 // Everything that decides the outcome is real and built from Go modules
 // at pinned versions (see tools/): etcd, kube-apiserver and
@@ -122,6 +122,7 @@ func TestControlPlane(t *testing.T) {
 		{"5c_CallerAuth", sc.callerAuth},
 		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
 		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
+		{"5f_TLS", sc.tlsScenario},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},
 	} {
