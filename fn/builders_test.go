@@ -67,7 +67,7 @@ func TestGatewayBuilders(t *testing.T) {
 				"response_flags": "%RESPONSE_FLAGS%",
 				"duration_ms":    "%DURATION%",
 				"client_address": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
-				"caller":         "%REQ(x-modelplane-caller)%",
+				"caller":         "%DYNAMIC_METADATA(io.envoy.ai_gateway:caller)%",
 				"model":          "%REQ(x-ai-eg-model)%",
 				"response_model": "%DYNAMIC_METADATA(io.envoy.ai_gateway:response_model)%",
 				"backend":        "%DYNAMIC_METADATA(io.envoy.ai_gateway:backend_name)%",

@@ -44,6 +44,8 @@ func TestGatewayPolicies(t *testing.T) {
 				InitialStreamWindowSize:     new(resource.MustParse("16Mi")),
 				InitialConnectionWindowSize: new(resource.MustParse("24Mi")),
 			},
+			// A client's own caller header never gets past the front door.
+			Headers: &egv1a1.HeaderSettings{EarlyRequestHeaders: &egv1a1.HTTPHeaderFilter{Remove: []string{"x-modelplane-caller"}}},
 		}
 	}
 	btp := func(retries int32, on *egv1a1.RetryOn, threshold uint32) egv1a1.BackendTrafficPolicySpec {

@@ -56,10 +56,32 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 // buildDynamicMetadata).
 const aiGatewayMetadata = "io.envoy.ai_gateway"
 
+// CallerMetadataKey is where, in AI Gateway's metadata namespace, Envoy
+// keeps the caller's client ID for the access log. The log cannot read the
+// header itself: %REQ(...)% reads the request headers when the line is
+// written, after the upstream ext_proc has removed the headers an
+// AIServiceBackend removes (names.CallerHeader is one for every backend
+// that may not see it). AI Gateway's extension server, run with
+// LogRequestHeaderAttributes, inserts a header_to_metadata filter right
+// before the router that copies the header into this key (ai-gateway
+// v1.0.0 internal/extensionserver/header_to_metadata.go,
+// insertRequestHeaderToMetadataFilter), after caller authentication has
+// set it and before any upstream filter runs.
+const CallerMetadataKey = "caller"
+
+// LogRequestHeaderAttributes is the value AI Gateway's controller must run
+// with as -logRequestHeaderAttributes (its chart's
+// controller.logRequestHeaderAttributes) for the access log to name the
+// caller. Setting the flag replaces AI Gateway's default mapping of
+// agent-session-id to session.id (ai-gateway v1.0.0
+// internal/requestheaderattrs/resolve.go, ResolveLog), so it is kept.
+const LogRequestHeaderAttributes = "agent-session-id:session.id," + names.CallerHeader + ":" + CallerMetadataKey
+
 // accessLogFields is the JSON access log: one line per request with the
 // caller, the model, the backend and the token counts, in Envoy's command
-// operators. The caller is the header caller authentication forwards the
-// client's identity in (names.CallerHeader), and the client address.
+// operators. The caller is the client ID caller authentication forwards in
+// names.CallerHeader, as copied into dynamic metadata (CallerMetadataKey),
+// and the client address.
 var accessLogFields = map[string]string{
 	"start_time":     "%START_TIME%",
 	"method":         "%REQ(:METHOD)%",
@@ -68,7 +90,7 @@ var accessLogFields = map[string]string{
 	"response_flags": "%RESPONSE_FLAGS%",
 	"duration_ms":    "%DURATION%",
 	"client_address": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
-	"caller":         "%REQ(" + names.CallerHeader + ")%",
+	"caller":         "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":" + CallerMetadataKey + ")%",
 	"model":          "%REQ(" + names.ModelHeader + ")%",
 	"response_model": "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":response_model)%",
 	"backend":        "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":backend_name)%",

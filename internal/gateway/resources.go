@@ -284,6 +284,15 @@ func (b builder) failoverPolicy() *remote.Object {
 // ext-proc buffers complete bodies, and the listener's buffer limit bounds
 // them (DefaultBufferLimit). The HTTP/2 windows keep a large body from
 // stalling on flow control.
+//
+// It also removes any names.CallerHeader a client sends, before Envoy
+// routes or any filter reads it: on an open gateway nothing else would, and
+// the access log and the backends would take the client's word for who it
+// is. Envoy Gateway makes earlyRequestHeaders the HTTP connection manager's
+// early header mutation (gateway v1.8.1 internal/xds/translator/listener.go,
+// buildEarlyHeaderMutation), which runs before every HTTP filter; with
+// caller authentication on, api_key_auth then sets the header to the
+// authenticated client ID.
 func (b builder) clientPolicy() *remote.Object {
 	limit := b.spec.bufferLimit()
 	return policy(b, "ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), &egv1a1.ClientTrafficPolicySpec{
@@ -292,6 +301,9 @@ func (b builder) clientPolicy() *remote.Object {
 		HTTP2: &egv1a1.HTTP2Settings{
 			InitialStreamWindowSize:     new(http2StreamWindow),
 			InitialConnectionWindowSize: new(http2ConnectionWindow),
+		},
+		Headers: &egv1a1.HeaderSettings{
+			EarlyRequestHeaders: &egv1a1.HTTPHeaderFilter{Remove: []string{names.CallerHeader}},
 		},
 	})
 }

@@ -67,13 +67,13 @@ const (
 	// the next priority tier (numAttemptsPerPriority 1).
 	DefaultNumRetries int32 = 3
 
-	// defaultPanicThreshold is Envoy's own default. Below it Envoy stops
+	// DefaultPanicThreshold is Envoy's own default. Below it Envoy stops
 	// trusting its passive health checks and sends to every host of the
 	// tier. With a healthy lower tier it never applies (Envoy spills over
 	// by priority health first); it matters for a route whose every tier
 	// is ejected, where 0 would answer "no healthy upstream" for the whole
 	// ejection time. See the README's failover section.
-	defaultPanicThreshold int32 = 50
+	DefaultPanicThreshold int32 = 50
 )
 
 // retryTriggers are the triggers Envoy Gateway v1.8.1 accepts
@@ -374,7 +374,7 @@ func (s *Spec) numRetries() int32 {
 // panicThreshold is spec.failover.panicThreshold or its default.
 func (s *Spec) panicThreshold() int32 {
 	if s.Failover == nil || s.Failover.PanicThreshold == nil {
-		return defaultPanicThreshold
+		return DefaultPanicThreshold
 	}
 	return *s.Failover.PanicThreshold
 }

@@ -119,6 +119,56 @@ var breaks = []deliberateBreak{{
 	}},
 	// The world's look at every Object it observes, from scenario 2 on.
 	caughtBy: "holds the openrouter API key",
+}, {
+	name: "retry-without-429",
+	what: "the default retry policy retries 503 only, so a rate-limited tier answers 429 to the client instead of failing over",
+	file: "internal/gateway/spec.go",
+	edits: []edit{{
+		old: "defaultRetryStatusCodes = []int32{429, 503}",
+		new: "defaultRetryStatusCodes = []int32{503}",
+	}},
+	// Scenario 2's xDS: the route's retry policy.
+	caughtBy: "retries status codes [503], not 429",
+}, {
+	name: "panic-threshold-zero",
+	what: "the failover policy's panic threshold 0 whatever spec.failover says, so Envoy never ignores its passive health checks",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "PanicThreshold: new(uint32(b.spec.panicThreshold()))",
+		new: "PanicThreshold: new(uint32(0 * b.spec.panicThreshold()))",
+	}},
+	// Scenario 2's xDS: the cluster's common_lb_config.
+	caughtBy: "healthy panic threshold 0%, want 50%",
+}, {
+	name: "caller-header-kept",
+	what: "a client's own x-modelplane-caller kept at the front door, so an open gateway logs and forwards whatever caller a client claims",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "EarlyRequestHeaders: &egv1a1.HTTPHeaderFilter{Remove: []string{names.CallerHeader}}",
+		new: "EarlyRequestHeaders: nil",
+	}},
+	// Scenario 2's xDS: the HTTP connection manager's early header mutation.
+	caughtBy: "the early header mutation does not remove x-modelplane-caller",
+}, {
+	name: "access-log-on-header",
+	what: "the access log reads the caller from the request header again, which the upstream filter removes for third-party backends",
+	file: "internal/gateway/envoy.go",
+	edits: []edit{{
+		old: `"%DYNAMIC_METADATA(" + aiGatewayMetadata + ":" + CallerMetadataKey + ")%"`,
+		new: `"%REQ(" + names.CallerHeader + ")%"`,
+	}},
+	// Scenario 2's xDS: the listeners' access logs.
+	caughtBy: "logs the caller as %REQ(x-modelplane-caller)%",
+}, {
+	name: "caller-not-forwarded",
+	what: "caller authentication forwards the client ID in another header, so neither the access log nor the backends learn who called",
+	file: "internal/gateway/auth.go",
+	edits: []edit{{
+		old: "ForwardClientIDHeader: new(names.CallerHeader),",
+		new: `ForwardClientIDHeader: new("x-client-id"),`,
+	}},
+	// Scenario 5c's xDS: each model route's api_key_auth config.
+	caughtBy: "want the client ID in x-modelplane-caller and the key hidden",
 }}
 
 // findBreak returns the break named name.

@@ -123,6 +123,15 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 		}
 		return sc.gatewayAuthReady(ctx, []string{copyName, copyName2}, 4)
 	})
+	// What Envoy is told: the four callers of both Secrets on every model
+	// route, the client's own caller header removed before the forwarded
+	// client ID is set, and the caller logged from dynamic metadata.
+	sc.readXDS(t, "scenario-5c", all(
+		checkCallerAuth([]string{"alice", "bob", "carol", "dave"}),
+		checkCallerHeaderRemovedEarly,
+		checkCallerLogged,
+		checkAIGatewayFilters,
+	))
 
 	// Every callers' Secret goes: fail closed, the copies go only once the
 	// policy no longer names them, and nothing of the model goes.
@@ -188,6 +197,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	sc.readXDS(t, "scenario-5c-open", all(checkNoCallerAuth, checkCallerHeaderRemovedEarly))
 	sc.noDeletions(t)
 	w.check(t)
 }

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 )
 
 // The real Envoy Gateway and Envoy AI Gateway controllers, built from their
@@ -154,7 +156,9 @@ func (c *cluster) installPodWebhook(ctx context.Context, port int) {
 // image and waits for its webhook to serve TLS. Its flags: no leader
 // election (otherwise it asks for a namespace to elect in, being out of
 // cluster), its own certificates (it rewrites the webhook's caBundle from
-// ca.crt at start), the extension server on the loopback.
+// ca.crt at start), the extension server on the loopback, and the request
+// headers its extension server copies into dynamic metadata for the access
+// log, as the README's install steps set them.
 func (c *cluster) startAIGateway(ctx context.Context, u *upstream, image string) {
 	c.tb.Helper()
 	u.aigwImage = image
@@ -168,6 +172,7 @@ func (c *cluster) startAIGateway(ctx context.Context, u *upstream, image string)
 		"-tlsCertDir="+u.aigwCerts,
 		"-webhookPort="+strconv.Itoa(u.webhookPort),
 		"-port=127.0.0.1:"+strconv.Itoa(u.extensionPort),
+		"-logRequestHeaderAttributes="+gateway.LogRequestHeaderAttributes,
 	)
 	must(c.tb, waitFor(ctx, u.aigw, 250*time.Millisecond, "AI Gateway's pod webhook", tlsServes(u.webhookPort)))
 }

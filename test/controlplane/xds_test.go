@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
 // What Envoy is told. No Envoy runs here, so the last step a test can see
@@ -87,24 +88,32 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 	t.Helper()
 	var dump xdsDump
 	var raw []byte
+	start, reads, lastCheck := time.Now(), 0, ""
 	sc.eventually(t, waitSettle, "the xDS of our Gateway: "+name, func(ctx context.Context) string {
+		reads++
 		node := sc.serviceCluster(ctx)
 		if node == "" {
 			return "no --service-cluster on the Envoy Deployment yet"
 		}
-		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
 		var stderr bytes.Buffer
 		cmd := exec.CommandContext(rctx, sc.c.bins[toolXDSReader.name],
 			"-address", fmt.Sprintf("127.0.0.1:%d", xdsPort), "-cert-dir", sc.c.envoyCerts,
 			"-node-cluster", node, "-node-id", "controlplane-suite-"+name, "-timeout", "15s")
 		cmd.Stderr = &stderr
-		// A reader that overstays is asked for its goroutines first, so
-		// that the failure says where it waited.
+		// The reader stops itself 5 s past its -timeout with its
+		// goroutines on stderr; one that still overstays is asked for
+		// them here, so that the failure says where it waited.
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 		cmd.WaitDelay = 3 * time.Second
 		out, err := cmd.Output()
 		if err != nil {
+			if ctx.Err() != nil && lastCheck != "" {
+				// The wait ended during this read, which was stopped:
+				// what the last complete read lacked is the answer.
+				return lastCheck
+			}
 			return fmt.Sprintf("the reader failed: %v: %s", err, strings.TrimSpace(stderr.String()))
 		}
 		d, err := decodeDump(out)
@@ -113,6 +122,7 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		}
 		dump, raw = d, out
 		msg := check(d)
+		lastCheck = msg
 		if dir := os.Getenv("CONTROLPLANE_XDS"); dir != "" && msg != "" {
 			// The last read that did not pass, to look at if none does.
 			_ = os.MkdirAll(dir, 0o755)
@@ -120,6 +130,7 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		}
 		return msg
 	})
+	t.Logf("the xDS of our Gateway (%s) passed its checks after %s and %d reads", name, time.Since(start).Round(time.Millisecond), reads)
 	sc.w.mu.Lock()
 	secrets := slices.Clone(sc.w.secrets)
 	sc.w.mu.Unlock()
@@ -298,19 +309,18 @@ func all(checks ...func(xdsDump) string) func(xdsDump) string {
 }
 
 // envoyIsTold is scenario 2's look at the xDS: the ready ModelRoute, two
-// tiers, on a gateway with the default failover and buffer settings. It
-// runs only with CONTROLPLANE_XDS set until it has passed more runs (see
-// the README's control-plane section).
+// tiers, on an open gateway with the default failover and buffer settings.
 func (sc *scenarios) envoyIsTold(t *testing.T) {
 	t.Helper()
-	if os.Getenv("CONTROLPLANE_XDS") == "" {
-		t.Logf("xDS checks skipped: set CONTROLPLANE_XDS=<dir> to read our Gateway's xDS and write the dumps there")
-		return
-	}
 	model := teamControlNS + "/" + routeName // the ModelRoute sets no spec.model
 	d := sc.readXDS(t, "scenario-2", all(
 		checkBodyLimit(gateway.DefaultBufferLimit.Value()),
 		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		checkAIGatewayFilters,
+		checkPassiveHealth(gateway.DefaultPanicThreshold),
+		checkCallerHeaderRemovedEarly,
+		checkCallerLogged,
+		checkNoCallerAuth,
 	))
 	// ndots 1 on the Envoy pods, through the EnvoyProxy's
 	// envoyDeployment.patch, as the real Envoy Gateway renders it.
@@ -327,4 +337,340 @@ func (sc *scenarios) envoyIsTold(t *testing.T) {
 	}
 	r, rc := d.modelRoute(model)
 	t.Logf("xDS: %d listeners, %d route configurations, %d clusters; the route of %q in %q sends to %v", len(d["listeners"]), len(d["routes"]), len(d["clusters"]), model, rc, r["route"].(map[string]any)["cluster"])
+}
+
+// Envoy's names of the filters the checks look for.
+const (
+	hcmFilter              = "envoy.filters.network.http_connection_manager"
+	extProcFilter          = "envoy.filters.http.ext_proc/aigateway"
+	apiKeyAuthFilter       = "envoy.filters.http.api_key_auth"
+	headerToMetadataFilter = "envoy.filters.http.header_to_metadata"
+	routerFilter           = "envoy.filters.http.router"
+	upstreamHTTPOptions    = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+)
+
+// hcm is one HTTP connection manager of our Gateway and its listener.
+type hcm struct {
+	listener string
+	config   map[string]any
+}
+
+// hcms are the HTTP connection managers of every filter chain of our
+// Gateway's listeners.
+func (d xdsDump) hcms() []hcm {
+	var out []hcm
+	for _, l := range d.gatewayListeners() {
+		name, _ := l["name"].(string)
+		chains, _ := l["filter_chains"].([]any)
+		if dc, ok := l["default_filter_chain"]; ok {
+			chains = append(chains, dc)
+		}
+		for _, ch := range chains {
+			fs, _ := ch.(map[string]any)["filters"].([]any)
+			for _, f := range fs {
+				fm, _ := f.(map[string]any)
+				if fm["name"] == hcmFilter {
+					tc, _ := fm["typed_config"].(map[string]any)
+					out = append(out, hcm{listener: name, config: tc})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// filterIndex is the position of the named HTTP filter in an HTTP
+// connection manager, or -1.
+func (h hcm) filterIndex(name string) int {
+	fs, _ := h.config["http_filters"].([]any)
+	return slices.IndexFunc(fs, func(f any) bool { return f.(map[string]any)["name"] == name })
+}
+
+// filter is the named HTTP filter's typed config, or nil.
+func (h hcm) filter(name string) map[string]any {
+	i := h.filterIndex(name)
+	if i < 0 {
+		return nil
+	}
+	tc, _ := h.config["http_filters"].([]any)[i].(map[string]any)["typed_config"].(map[string]any)
+	return tc
+}
+
+// routes are every route of every route configuration, with a name for
+// messages.
+func (d xdsDump) routes() []map[string]any {
+	var out []map[string]any
+	for _, rc := range d["routes"] {
+		vhs, _ := rc["virtual_hosts"].([]any)
+		for _, vh := range vhs {
+			rs, _ := vh.(map[string]any)["routes"].([]any)
+			for _, r := range rs {
+				out = append(out, r.(map[string]any))
+			}
+		}
+	}
+	return out
+}
+
+// modelRoutes are the routes that match a model (x-ai-eg-model), which
+// AI Gateway generates from each AIGatewayRoute's rules.
+func (d xdsDump) modelRoutes() []map[string]any {
+	var out []map[string]any
+	for _, r := range d.routes() {
+		hs, _, _ := unstructured.NestedSlice(r, "match", "headers")
+		if slices.ContainsFunc(hs, func(h any) bool { return h.(map[string]any)["name"] == names.ModelHeader }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// perFilter is a route's per-filter config for the named filter, or nil.
+func perFilter(r map[string]any, name string) map[string]any {
+	m, _, _ := unstructured.NestedMap(r, "typed_per_filter_config", name)
+	return m
+}
+
+// checkAIGatewayFilters: AI Gateway's extension server puts its ext_proc
+// filter on every HTTP connection manager (disabled there) and enables it
+// on each route it generated, and adds the upstream ext_proc to each
+// cluster of those routes (ai-gateway v1.0.0
+// internal/extensionserver/post_translate_modify.go).
+func checkAIGatewayFilters(d xdsDump) string {
+	hs := d.hcms()
+	if len(hs) == 0 {
+		return "no HTTP connection manager on our Gateway's listeners yet"
+	}
+	for _, h := range hs {
+		if h.filterIndex(extProcFilter) < 0 {
+			return fmt.Sprintf("listener %s: no %s filter", h.listener, extProcFilter)
+		}
+	}
+	rs := d.modelRoutes()
+	if len(rs) == 0 {
+		return "no model route yet"
+	}
+	for _, r := range rs {
+		pf := perFilter(r, extProcFilter)
+		if pf == nil || pf["disabled"] == true {
+			return fmt.Sprintf("route %v: %s not enabled: %v", r["name"], extProcFilter, pf)
+		}
+		cluster, _, _ := unstructured.NestedString(r, "route", "cluster")
+		c := d.cluster(cluster)
+		if c == nil {
+			return fmt.Sprintf("route %v: cluster %q not served", r["name"], cluster)
+		}
+		fs, _, _ := unstructured.NestedSlice(c, "typed_extension_protocol_options", upstreamHTTPOptions, "http_filters")
+		if !slices.ContainsFunc(fs, func(f any) bool { return f.(map[string]any)["name"] == extProcFilter }) {
+			return fmt.Sprintf("cluster %q: no upstream %s filter", cluster, extProcFilter)
+		}
+	}
+	return ""
+}
+
+// checkPassiveHealth: each model route's cluster ejects a backend after
+// five consecutive 5xx for 30 s, checked every 5 s, up to every backend
+// (the failover policy's passive health check), and has the panic
+// threshold spec.failover asks for. Envoy Gateway writes
+// healthy_panic_threshold only when it is not 50, Envoy's default (gateway
+// v1.8.1 internal/xds/translator/cluster.go); protojson omits a 0 value.
+func checkPassiveHealth(threshold int32) func(xdsDump) string {
+	return func(d xdsDump) string {
+		rs := d.modelRoutes()
+		if len(rs) == 0 {
+			return "no model route yet"
+		}
+		for _, r := range rs {
+			name, _, _ := unstructured.NestedString(r, "route", "cluster")
+			c := d.cluster(name)
+			if c == nil {
+				return fmt.Sprintf("route %v: cluster %q not served", r["name"], name)
+			}
+			od, _ := c["outlier_detection"].(map[string]any)
+			want := map[string]any{"consecutive_5xx": 5.0, "interval": "5s", "base_ejection_time": "30s", "max_ejection_percent": 100.0}
+			for k, v := range want {
+				if od[k] != v {
+					return fmt.Sprintf("cluster %q: outlier_detection.%s %v, want %v (outlier_detection %v)", name, k, od[k], v, od)
+				}
+			}
+			got := float64(gateway.DefaultPanicThreshold)
+			if p, ok, _ := unstructured.NestedMap(c, "common_lb_config", "healthy_panic_threshold"); ok {
+				got, _ = p["value"].(float64)
+			}
+			if got != float64(threshold) {
+				return fmt.Sprintf("cluster %q: healthy panic threshold %v%%, want %d%% (common_lb_config %v)", name, got, threshold, c["common_lb_config"])
+			}
+		}
+		return ""
+	}
+}
+
+// checkCallerHeaderRemovedEarly: every HTTP connection manager removes a
+// client's x-modelplane-caller in its early header mutation, before any
+// filter or the routing reads it (the ClientTrafficPolicy's
+// earlyRequestHeaders; gateway v1.8.1 internal/xds/translator/listener.go,
+// buildEarlyHeaderMutation).
+func checkCallerHeaderRemovedEarly(d xdsDump) string {
+	hs := d.hcms()
+	if len(hs) == 0 {
+		return "no HTTP connection manager on our Gateway's listeners yet"
+	}
+	for _, h := range hs {
+		if !holds(h.config["early_header_mutation_extensions"], "remove", names.CallerHeader) {
+			return fmt.Sprintf("listener %s: the early header mutation does not remove %s: %v", h.listener, names.CallerHeader, h.config["early_header_mutation_extensions"])
+		}
+	}
+	return ""
+}
+
+// holds reports whether v holds, at any depth, an object whose key is
+// value.
+func holds(v any, key string, value any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if x[key] == value {
+			return true
+		}
+		for _, e := range x {
+			if holds(e, key, value) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holds(e, key, value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callerLogFormat is how the access log names the caller: the dynamic
+// metadata AI Gateway's header_to_metadata filter writes, in AI Gateway's
+// namespace io.envoy.ai_gateway.
+var callerLogFormat = "%DYNAMIC_METADATA(io.envoy.ai_gateway:" + gateway.CallerMetadataKey + ")%"
+
+// checkCallerLogged: every JSON access log of our Gateway's listeners
+// logs the caller from dynamic metadata, and every HTTP connection manager
+// copies x-modelplane-caller there after caller authentication has set it
+// and before the router, whose upstream filters may remove the header
+// (ai-gateway v1.0.0 internal/extensionserver/header_to_metadata.go).
+func checkCallerLogged(d xdsDump) string {
+	var formats []map[string]any
+	for _, l := range d.gatewayListeners() {
+		collect(l, "json_format", &formats)
+	}
+	if len(formats) == 0 {
+		return "no JSON access log on our Gateway's listeners yet"
+	}
+	for _, f := range formats {
+		if f["caller"] != callerLogFormat {
+			return fmt.Sprintf("an access log logs the caller as %v, want %s", f["caller"], callerLogFormat)
+		}
+	}
+	for _, h := range d.hcms() {
+		i, router, auth := h.filterIndex(headerToMetadataFilter), h.filterIndex(routerFilter), h.filterIndex(apiKeyAuthFilter)
+		if i < 0 || router < i || auth > i {
+			return fmt.Sprintf("listener %s: %s at %d, want after %s (%d) and before the router (%d)", h.listener, headerToMetadataFilter, i, apiKeyAuthFilter, auth, router)
+		}
+		rules, _ := h.filter(headerToMetadataFilter)["request_rules"].([]any)
+		if !slices.ContainsFunc(rules, func(r any) bool {
+			rm := r.(map[string]any)
+			ns, _, _ := unstructured.NestedString(rm, "on_header_present", "metadata_namespace")
+			key, _, _ := unstructured.NestedString(rm, "on_header_present", "key")
+			return rm["header"] == names.CallerHeader && ns == "io.envoy.ai_gateway" && key == gateway.CallerMetadataKey
+		}) {
+			return fmt.Sprintf("listener %s: %s does not copy %s into io.envoy.ai_gateway:%s: %v", h.listener, headerToMetadataFilter, names.CallerHeader, gateway.CallerMetadataKey, rules)
+		}
+	}
+	return ""
+}
+
+// collect appends every object found under key, at any depth of v.
+func collect(v any, key string, into *[]map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if m, ok := e.(map[string]any); ok && k == key {
+				*into = append(*into, m)
+				continue
+			}
+			collect(e, key, into)
+		}
+	case []any:
+		for _, e := range x {
+			collect(e, key, into)
+		}
+	}
+}
+
+// checkNoCallerAuth: an open gateway checks no key on any model route.
+func checkNoCallerAuth(d xdsDump) string {
+	rs := d.modelRoutes()
+	if len(rs) == 0 {
+		return "no model route yet"
+	}
+	for _, r := range rs {
+		if pf := perFilter(r, apiKeyAuthFilter); pf != nil {
+			return fmt.Sprintf("route %v of an open gateway checks API keys: %v", r["name"], pf)
+		}
+	}
+	return ""
+}
+
+// checkCallerAuth: with spec.auth, every model route enables api_key_auth
+// with one credential per caller (keys redacted), the keys looked for in
+// Authorization and x-api-key, the client ID forwarded in
+// x-modelplane-caller and the key hidden from the backend (gateway v1.8.1
+// internal/xds/translator/api_key_auth.go); /healthz checks no key.
+func checkCallerAuth(clients []string) func(xdsDump) string {
+	want := slices.Sorted(slices.Values(clients))
+	return func(d xdsDump) string {
+		for _, h := range d.hcms() {
+			if h.filterIndex(apiKeyAuthFilter) < 0 {
+				return fmt.Sprintf("listener %s: no %s filter", h.listener, apiKeyAuthFilter)
+			}
+		}
+		rs := d.modelRoutes()
+		if len(rs) == 0 {
+			return "no model route yet"
+		}
+		for _, r := range rs {
+			pf := perFilter(r, apiKeyAuthFilter)
+			if pf == nil {
+				return fmt.Sprintf("route %v: no %s config", r["name"], apiKeyAuthFilter)
+			}
+			var got []string
+			creds, _ := pf["credentials"].([]any)
+			for _, c := range creds {
+				cm := c.(map[string]any)
+				if cm["key"] != "<redacted>" {
+					return fmt.Sprintf("route %v: a credential's key is not redacted", r["name"])
+				}
+				got = append(got, fmt.Sprint(cm["client"]))
+			}
+			if slices.Sort(got); !slices.Equal(got, want) {
+				return fmt.Sprintf("route %v: credentials for clients %v, want %v", r["name"], got, want)
+			}
+			var sources []string
+			ks, _ := pf["key_sources"].([]any)
+			for _, k := range ks {
+				sources = append(sources, fmt.Sprint(k.(map[string]any)["header"]))
+			}
+			if !slices.Equal(sources, []string{"authorization", "x-api-key"}) {
+				return fmt.Sprintf("route %v: key sources %v, want the headers authorization and x-api-key", r["name"], ks)
+			}
+			fw, _ := pf["forwarding"].(map[string]any)
+			if fw["header"] != names.CallerHeader || fw["hide_credentials"] != true {
+				return fmt.Sprintf("route %v: forwarding %v, want the client ID in %s and the key hidden", r["name"], fw, names.CallerHeader)
+			}
+		}
+		for _, r := range d.routes() {
+			if p, _, _ := unstructured.NestedString(r, "match", "path"); p == "/healthz" && perFilter(r, apiKeyAuthFilter) != nil {
+				return fmt.Sprintf("route %v: /healthz checks API keys", r["name"])
+			}
+		}
+		return ""
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -52,6 +53,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "xds-reader: -cert-dir, -node-cluster and -node-id are required")
 		os.Exit(2)
 	}
+	// However it waits, the reader never outlives its timeout by more than
+	// a few seconds, and says where it waited: a reader that overstays
+	// would otherwise only be killed by its caller, without a word.
+	watchdog := time.AfterFunc(*timeout+5*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		fmt.Fprintf(os.Stderr, "xds-reader: still running 5s past -timeout %s; its goroutines:\n%s\n", *timeout, buf[:runtime.Stack(buf, true)])
+		os.Exit(3)
+	})
+	defer watchdog.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	out, err := read(ctx, *addr, *certDir, *server, &corev3.Node{Id: *nodeID, Cluster: *cluster}, *others)
