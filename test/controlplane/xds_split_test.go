@@ -137,6 +137,9 @@ func aiServiceBackend(name string) probeObject {
 // log says so.
 func (sc *scenarios) removeSplitProbe(t *testing.T, probe []probeObject) {
 	ctx := context.WithoutCancel(sc.ctx)
+	for _, r := range []string{gvrBackend.Resource, gvrAIBackend.Resource, gvrAIRoute.Resource, gvrHTTPRoute.Resource} {
+		sc.w.allow(allowance{reason: "scenario 2b removes its hand-made route", resource: r, namespace: splitProbeNS})
+	}
 	for _, p := range probe {
 		err := sc.c.dyn.Resource(p.gvr).Namespace(splitProbeNS).Delete(ctx, p.obj["metadata"].(map[string]any)["name"].(string), metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
