@@ -28,7 +28,7 @@ func TestREADMEConditions(t *testing.T) {
 			gateway.ReasonReady, gateway.ReasonClusterAlreadyHasGateway, gateway.ReasonWaitingForPreviousGateway, gateway.ReasonTLSSecretMissing, gateway.ReasonCallerSecretsMissing, gateway.ReasonNotProgrammed, gateway.ReasonListenersNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonCallerAuthNotAccepted, gateway.ReasonDeploymentNotObserved,
 			gateway.ReasonGenerationNotObserved, gateway.ReasonExtProcMarkerMissing, gateway.ReasonOldReplicasPresent, gateway.ReasonNoReplicaAvailable,
 		},
-		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},
+		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},
 	}
 	for typ, rs := range reasons {
 		for _, r := range rs {

@@ -407,6 +407,7 @@ func TestModelRouteFatal(t *testing.T) {
 		"KeyForBedrock":   {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "bedrock-runtime.us-east-1.amazonaws.com"}, "schema": obj{"name": "AWSBedrock"}, "apiKey": obj{"secretRef": obj{"name": "k", "key": "k"}}}), "spec.backends[0].apiKey is set, but the AWSBedrock schema takes no API key"},
 		"KeyForVertex":    {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "us-central1-aiplatform.googleapis.com"}, "schema": obj{"name": "GCPVertexAI"}, "apiKey": obj{"secretRef": obj{"name": "k", "key": "k"}}}), "spec.backends[0].apiKey is set, but the GCPVertexAI schema takes no API key"},
 		"BadHostname":     {routeXR(ip), `spec.backends[0].endpoint.hostname "10.0.0.1" is an IP address`},
+		"IPNextToDNSName": {routeXR(backend("a", 0, 1, ""), ip), `spec.backends[1].endpoint.hostname "10.0.0.1" is an IP address; use the backend's DNS name (for a Service, <service>.<namespace>.svc.cluster.local): Envoy Gateway routes IP endpoints in a way on which AI Gateway cannot set priority tiers, so the model's traffic would be split across all its tiers instead of failing over`},
 		"NotFQDN":         {routeXR(obj{"name": "x", "endpoint": obj{"hostname": "localhost"}, "schema": obj{"name": "OpenAI"}}), `spec.backends[0].endpoint.hostname "localhost" is not a fully qualified DNS name`},
 		"WeightZero":      {routeXR(backend("x", 0, 0, "")), "spec.backends[0].weight is 0; use 1 to 1000000"},
 		"WeightTooBig":    {routeXR(backend("x", 0, 1000001, "")), "spec.backends[0].weight is 1000001; use 1 to 1000000"},

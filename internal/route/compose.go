@@ -48,6 +48,10 @@ const (
 	// ReasonWaitingForCredentials: a backend's API key has not reached the
 	// gateway cluster yet, so the backend is not in the route yet.
 	ReasonWaitingForCredentials = "WaitingForCredentials"
+	// ReasonWaitingForBackends: a backend that is new to a serving route
+	// waits for its Backend and AIServiceBackend to exist on the gateway
+	// cluster before it joins the route (readBackends says why).
+	ReasonWaitingForBackends = "WaitingForBackends"
 	// ReasonWaitingForRoute: AI Gateway has not accepted the route yet.
 	ReasonWaitingForRoute = "WaitingForRoute"
 	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
@@ -97,10 +101,13 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
 	switch {
-	case len(bs.usable) == 0 && len(bs.delivering) == 0:
+	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.placing) == 0:
 		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key", len(spec.Backends)))
 	case len(bs.delivering) > 0:
 		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
+	}
+	if len(bs.placing) > 0 {
+		p.Add(ReasonWaitingForBackends, fmt.Sprintf("backends %s join the route once their Backend and AIServiceBackend exist on the gateway cluster; until then the route serves the others. Lasting, the backend-<name> and aibackend-<name> Objects' Synced message", strings.Join(bs.placing, ", ")))
 	}
 	accepted, err := routeAccepted(req, &p)
 	if err != nil {
@@ -423,6 +430,9 @@ type backends struct {
 	// delivering names backends whose key exists on the control plane but
 	// has not reached the gateway cluster yet.
 	delivering []string
+	// placing names backends that could join a serving route but whose
+	// Backend or AIServiceBackend is not on the gateway cluster yet.
+	placing []string
 	// credentials of the backends with an API key, by backend name.
 	credentials map[string]keyState
 	warnings    []string
@@ -440,16 +450,56 @@ type keyState struct {
 	version string
 }
 
-// readBackends sorts the backends by the state of their API keys. A
-// backend with a key joins the route once its key has reached the gateway
-// cluster, so AI Gateway never serves it with an empty Secret; a backend
-// already in the observed route stays while its key exists on the control
-// plane, so a provider hiccup never drops it.
+// readBackends sorts the backends by the state of their API keys and of
+// their objects on the gateway cluster. A backend with a key joins the
+// route once its key has reached the gateway cluster, so AI Gateway never
+// serves it with an empty Secret; a backend already in the observed route
+// stays while its key exists on the control plane, so a provider hiccup
+// never drops it.
+//
+// A backend new to a route that exists on the gateway cluster joins it
+// only once its Backend and AIServiceBackend exist there too (placed).
+// Crossplane hands the route and the new backend's objects to
+// provider-kubernetes at once, and the provider applies them in any order.
+// Should the route reach the cluster first, AI Gateway copies the new
+// backendRef into its HTTPRoute (ai-gateway v1.0.0
+// internal/controller/ai_gateway_route.go, newHTTPRoute) and Envoy Gateway
+// finds no Backend for it: an invalid destination setting (envoyproxy/
+// gateway v1.8.1 internal/gatewayapi/route.go, processHTTPRouteRules), which
+// makes the rule need a cluster per setting (internal/ir/xds.go,
+// HTTPRoute.NeedsClusterPerSetting). Envoy Gateway then routes the model
+// by weighted_clusters, one cluster per backend plus a 500 share
+// (internal/xds/translator/route.go, buildXdsWeightedRouteAction), whose
+// names AI Gateway does not recognise (internal/extensionserver/
+// post_translate_modify.go, maybeModifyCluster expects
+// httproute/<ns>/<name>/rule/<i>): no priorities and no upstream ext-proc,
+// so the serving model's fallback tier takes live traffic without its API
+// key. A brand-new route serves nothing yet, and RoutingReady waits for
+// Envoy Gateway to resolve every backendRef, so it is not held back.
 func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
 	bs := backends{credentials: map[string]keyState{}}
+	serving := false
+	if o, ok := req.Observed[ResourceRoute]; ok && o.Live() {
+		serving = true
+	}
+	placed := func(be Backend) bool {
+		if !serving || inRoute[names.Child(route, be.Name)] {
+			return true
+		}
+		for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
+			if o, ok := req.Observed[n]; !ok || !o.Live() {
+				return false
+			}
+		}
+		return true
+	}
 	for _, be := range spec.Backends {
 		if be.APIKey == nil {
-			bs.usable = append(bs.usable, be)
+			if placed(be) {
+				bs.usable = append(bs.usable, be)
+			} else {
+				bs.placing = append(bs.placing, be.Name)
+			}
 			continue
 		}
 		present, version, problem := apiKey(req, be)
@@ -461,8 +511,12 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 			bs.warnings = append(bs.warnings, problem)
 		case !present:
 			// Not fetched yet: Crossplane calls again with the Secret.
-		case c.delivered || inRoute[names.Child(route, be.Name)]:
+		case inRoute[names.Child(route, be.Name)]:
 			bs.usable = append(bs.usable, be)
+		case c.delivered && placed(be):
+			bs.usable = append(bs.usable, be)
+		case c.delivered:
+			bs.placing = append(bs.placing, be.Name)
 		default:
 			bs.delivering = append(bs.delivering, be.Name)
 		}
@@ -473,14 +527,24 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 // observedBackendRefs names the backendRefs of the observed route: those
 // Crossplane last applied (the Object's spec) and those the gateway
 // cluster has (its live manifest), which differ until the provider has
-// applied the change.
+// applied the change; and those of the live HTTPRoute AI Gateway generated
+// from it, which names the same Backends (ai-gateway v1.0.0
+// internal/controller/ai_gateway_route.go, newHTTPRoute, copies each
+// AIServiceBackend's backendRef) and follows the route only once AI
+// Gateway has reconciled it. While AI Gateway is slow or down, the
+// HTTPRoute Envoy Gateway translates still names a removed backend's
+// Backend; deleting it then would make the destination invalid and the
+// rule a weighted split (readBackends says what that costs).
 func observedBackendRefs(req compose.Request) map[string]bool {
 	out := map[string]bool{}
-	o, ok := req.Observed[ResourceRoute]
-	if !ok {
-		return out
+	var ms []map[string]any
+	if o, ok := req.Observed[ResourceRoute]; ok {
+		ms = append(ms, o.Applied(), o.Manifest())
 	}
-	for _, m := range []map[string]any{o.Applied(), o.Manifest()} {
+	if o, ok := req.Observed[ResourceHTTPRoute]; ok && o.Live() {
+		ms = append(ms, o.Manifest())
+	}
+	for _, m := range ms {
 		rules, _, _ := unstructured.NestedSlice(m, "spec", "rules")
 		for _, r := range rules {
 			rm, _ := r.(map[string]any)

@@ -298,9 +298,17 @@ func (b Backend) validate(f string) error {
 func (b Backend) validateEndpoint(f string) error {
 	h := b.Endpoint.Hostname
 	// Envoy Gateway emits one STRICT_DNS cluster with per-priority
-	// localities for FQDN endpoints; an IP makes an EDS cluster instead.
+	// localities for FQDN endpoints, where AI Gateway writes the tiers. An
+	// IP makes an EDS cluster instead (envoyproxy/gateway v1.8.1
+	// internal/xds/translator/cluster.go, buildEndpointType), whose
+	// endpoints AI Gateway never sees (ai-gateway v1.0.0
+	// internal/extensionserver/post_translate_modify.go, maybeModifyCluster
+	// reads only an inline load assignment); an IP next to a DNS name makes
+	// the rule need a cluster per backend (internal/ir/xds.go,
+	// RouteDestination.HasMixedEndpoints), a weighted split across the
+	// tiers.
 	if net.ParseIP(h) != nil {
-		return errors.Errorf("%s.endpoint.hostname %q is an IP address; use the backend's DNS name", f, h)
+		return errors.Errorf("%s.endpoint.hostname %q is an IP address; use the backend's DNS name (for a Service, <service>.<namespace>.svc.cluster.local): Envoy Gateway routes IP endpoints in a way on which AI Gateway cannot set priority tiers, so the model's traffic would be split across all its tiers instead of failing over", f, h)
 	}
 	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 || !strings.Contains(h, ".") {
 		return errors.Errorf("%s.endpoint.hostname %q is not a fully qualified DNS name such as api.openai.com", f, h)

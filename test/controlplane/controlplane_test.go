@@ -114,6 +114,7 @@ func TestControlPlane(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"1-2_NewGatewayWithRouteDuringRollout", sc.newGatewayWithRouteDuringRollout},
+		{"2b_MissingBackendSplits", sc.missingBackendSplits},
 		{"3_TemplateChange", sc.templateChange},
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"4b_EnvoyDeploymentRecreated", sc.envoyDeploymentRecreated},

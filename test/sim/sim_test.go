@@ -448,9 +448,10 @@ var expected = map[struct{ scenario, rule string }]string{
 // TestRandomChurn drives this project's rule on AI Gateway v1.1.0 through
 // random sequences of everything the scenarios do one at a time, plus a
 // user adding, changing and deleting ModelRoutes, replacing a keyed
-// backend, and removing, emptying and restoring API-key Secrets, and checks
-// invariants 1, 3, 5 and 6 at every step and liveness (4) once the churn
-// stops.
+// backend, adding and dropping a plain one, and removing, emptying and
+// restoring API-key Secrets, and checks invariants 1, 3, 5 and 6 at every
+// step, 7 at every deletion, 8 at every translation by Envoy Gateway, and
+// liveness (4) once the churn stops.
 func TestRandomChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the model runs thousands of reconciles")
@@ -502,6 +503,24 @@ func TestRandomChurn(t *testing.T) {
 				if r := w.routes["qwen"]; r != nil && !r.deleted {
 					bs := r.spec["backends"].([]any)
 					r.spec["backends"] = bs[:1]
+				}
+			},
+			func() { // add a plain backend to a route's first tier, or drop it again
+				if r := w.routes["qwen"]; r != nil && !r.deleted {
+					bs := r.spec["backends"].([]any)
+					var kept []any
+					for _, b := range bs {
+						if n := b.(map[string]any)["name"].(string); !strings.HasPrefix(n, "local") || n == "local" {
+							kept = append(kept, b)
+						}
+					}
+					if len(kept) < len(bs) {
+						r.spec["backends"] = kept
+						return
+					}
+					r.spec["backends"] = append(bs[:len(bs):len(bs)], map[string]any{
+						"name": fmt.Sprintf("local%d", w.rng.IntN(3)), "endpoint": map[string]any{"hostname": "vllm-b.ml-team.svc.cluster.local"}, "schema": map[string]any{"name": "OpenAI"},
+					})
 				}
 			},
 		}

@@ -85,8 +85,11 @@ type world struct {
 
 	// what happened, for invariants
 	anchorCreated bool
-	violations    []string
-	deletions     []string
+	// resolvedRoutes holds the uids of the generated HTTPRoutes Envoy
+	// Gateway has resolved every Backend of: they serve (invariant 8).
+	resolvedRoutes map[int]bool
+	violations     []string
+	deletions      []string
 }
 
 // config is one configuration of the model.
@@ -113,15 +116,16 @@ type condition struct {
 
 func newWorld(seed uint64, cfg config) *world {
 	return &world{
-		rng:       rand.New(rand.NewPCG(seed, seed*7919+1)),
-		cfg:       cfg,
-		remote:    map[string]*remoteObject{},
-		objects:   map[string]*cpObject{},
-		routes:    map[string]*xr{},
-		secrets:   map[string]map[string]any{},
-		celByExpr: map[string]celProgram{},
-		egVersion: 1,
-		aigwHash:  "hash-1",
+		rng:            rand.New(rand.NewPCG(seed, seed*7919+1)),
+		cfg:            cfg,
+		remote:         map[string]*remoteObject{},
+		objects:        map[string]*cpObject{},
+		routes:         map[string]*xr{},
+		secrets:        map[string]map[string]any{},
+		celByExpr:      map[string]celProgram{},
+		resolvedRoutes: map[int]bool{},
+		egVersion:      1,
+		aigwHash:       "hash-1",
 	}
 }
 
@@ -403,6 +407,7 @@ func (w *world) envoyGatewayRoutes() {
 				}
 			}
 		}
+		w.checkNoSplit(r, missing)
 		var parents []any
 		for _, p := range list(spec["parentRefs"]) {
 			pr := obj(p)
@@ -433,6 +438,25 @@ func (w *world) envoyGatewayRoutes() {
 		} else {
 			r.status["parents"] = parents
 		}
+	}
+}
+
+// checkNoSplit is invariant 8: Envoy Gateway never translates a generated
+// HTTPRoute that serves (it has resolved every Backend before) while one
+// of its Backends is missing and its ModelRoute exists. It would mark that
+// destination invalid and route the model by weight over one cluster per
+// backend, which AI Gateway leaves without priorities (gateway v1.8.1
+// internal/ir/xds.go, HTTPRoute.NeedsClusterPerSetting; ai-gateway v1.0.0
+// internal/extensionserver/post_translate_modify.go, maybeModifyCluster):
+// the fallback tier takes live traffic.
+func (w *world) checkNoSplit(r *remoteObject, missing string) {
+	_, name := metaOf(r.manifest)
+	if missing == "" {
+		w.resolvedRoutes[r.uid] = true
+		return
+	}
+	if x := w.routes[name]; x != nil && !x.deleted && w.resolvedRoutes[r.uid] {
+		w.violate("invariant 8: Envoy Gateway translates the HTTPRoute %s, which served, without its Backend %s: a weighted split across its tiers", name, missing)
 	}
 }
 
