@@ -179,7 +179,8 @@ func TestRouteBuilders(t *testing.T) {
 		obj{"name": "azure", "priority": 1, "endpoint": obj{"hostname": "team.openai.azure.com"}, "schema": obj{"name": "AzureOpenAI", "version": "2025-01-01-preview"},
 			"apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}, "modelNameOverride": "gpt-4o"},
 	)
-	observed := map[string]obj{"credential-azure": withReferences(object("credential-azure", plainManifest("Secret"), true, true))}
+	observed := placed("local", "azure")
+	observed["credential-azure"] = withReferences(object("credential-azure", plainManifest("Secret"), true, true))
 	rsp := run(t, newRequest(t, xr, observed, map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
 
 	wantRoute := aigv1b1.AIGatewayRouteSpec{

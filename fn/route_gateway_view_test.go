@@ -70,7 +70,7 @@ func TestRouteReadsGatewayLeniently(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rsp := run(t, newRequest(t, routeXR(backend("x", 0, 1, "")), nil, map[string][]obj{"gateway": {tc.gw}}))
+			rsp := run(t, newRequest(t, routeXR(backend("x", 0, 1, "")), placed("x"), map[string][]obj{"gateway": {tc.gw}}))
 			got := want{condition: summarize(rsp).Conditions[0]}
 			if msg := condition(rsp, "RoutingReady").GetMessage(); tc.want.message != "" && strings.Contains(msg, tc.want.message) {
 				got.message = tc.want.message

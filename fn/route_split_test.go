@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -37,9 +38,7 @@ func TestNewBackendJoinsServingRouteOncePlaced(t *testing.T) {
 	serving := func(set map[string]obj) map[string]obj {
 		o := observedRoute(true)
 		o["route"] = routedObject(true, "qwen-b", "qwen-a")
-		for k, v := range set {
-			o[k] = v
-		}
+		maps.Copy(o, set)
 		return o
 	}
 	live := func(n, kind string) obj { return object(n, plainManifest(kind), true, true) }
@@ -96,10 +95,22 @@ func TestNewBackendJoinsServingRouteOncePlaced(t *testing.T) {
 			}(),
 			want: want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends", message: "backends a join", refs: []string{"qwen-b:0:1"}},
 		},
-		"NewRoute": {
-			reason:   "No route on the gateway cluster yet: nothing serves, and RoutingReady waits for Envoy Gateway to resolve every backendRef, so every backend goes in at once.",
+		"NewRouteNothingPlaced": {
+			reason:   "No route on the gateway cluster yet and no backend's objects there: no AIGatewayRoute yet, since AI Gateway would fail on the missing AIServiceBackends and back off for minutes.",
 			backends: []obj{backend("b", 0, 1, ""), backend("c", 1, 1, "")},
 			observed: nil,
+			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends"},
+		},
+		"NewRouteOnePlaced": {
+			reason:   "A new route whose first backend's objects exist: the route is composed with that one; the other joins once placed.",
+			backends: []obj{backend("b", 0, 1, ""), backend("c", 1, 1, "")},
+			observed: placed("b"),
+			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends", refs: []string{"qwen-b:0:1"}},
+		},
+		"NewRouteAllPlaced": {
+			reason:   "A new route whose backends' objects all exist: every backend goes in at once.",
+			backends: []obj{backend("b", 0, 1, ""), backend("c", 1, 1, "")},
+			observed: placed("b", "c"),
 			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute", refs: []string{"qwen-b:0:1", "qwen-c:1:1"}},
 		},
 	}

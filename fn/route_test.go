@@ -84,6 +84,18 @@ func observedRoute(accepted bool) map[string]obj {
 
 var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "gateway-status", "httproute", "namespace", "route"}
 
+// placed is the observed Backend and AIServiceBackend Objects of the named
+// backends, live and Ready on the gateway cluster: what a backend needs
+// before it joins the route.
+func placed(backends ...string) map[string]obj {
+	out := map[string]obj{}
+	for _, b := range backends {
+		out["backend-"+b] = object("backend-"+b, plainManifest("Backend"), true, true)
+		out["aibackend-"+b] = object("aibackend-"+b, plainManifest("AIServiceBackend"), true, true)
+	}
+	return out
+}
+
 func routeReadiness(names []string, ready ...string) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
@@ -218,37 +230,37 @@ func TestRunFunctionModelRoute(t *testing.T) {
 		},
 		"TiersRenumbered": {
 			reason: "Priorities 0, 5 and 9 become 0, 1 and 2.",
-			req:    newRequest(t, routeXR(backend("x", 9, 1, ""), backend("y", 5, 1, ""), backend("z", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
+			req:    newRequest(t, routeXR(backend("x", 9, 1, ""), backend("y", 5, 1, ""), backend("z", 0, 1, "")), placed("x", "y", "z"), map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status"),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-z:0:1", "qwen-y:1:1", "qwen-x:2:1"}},
 		},
 		"WeightMillionNextToOne": {
 			reason: "1,000,000 next to 1 keeps its ratio; nothing rounds to 0.",
-			req:    newRequest(t, routeXR(backend("x", 0, 1000000, ""), backend("y", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}),
+			req:    newRequest(t, routeXR(backend("x", 0, 1000000, ""), backend("y", 0, 1, "")), placed("x", "y"), map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}, "gateway-status"),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"}, "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1000000", "qwen-y:0:1"}},
 		},
 		"WeightsReducedPerTier": {
 			reason: "Weights are reduced by the GCD within each tier, not across tiers.",
-			req:    newRequest(t, routeXR(backend("x", 0, 300, ""), backend("y", 0, 600, ""), backend("z", 1, 400, "")), nil, map[string][]obj{"gateway": gwReady}),
+			req:    newRequest(t, routeXR(backend("x", 0, 300, ""), backend("y", 0, 600, ""), backend("z", 1, 400, "")), placed("x", "y", "z"), map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status"),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"}, "gateway-status", "backend-x", "aibackend-x", "backend-y", "aibackend-y", "backend-z", "aibackend-z"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1", "qwen-y:0:2", "qwen-z:1:1"}},
 		},
 		"SingleBackend": {
 			reason: "One backend: tier 0, weight 1 whatever it asked for.",
-			req:    newRequest(t, routeXR(backend("x", 7, 40, "")), nil, map[string][]obj{"gateway": gwReady}),
+			req:    newRequest(t, routeXR(backend("x", 7, 40, "")), placed("x"), map[string][]obj{"gateway": gwReady}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
-				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x"}, "gateway-status"),
+				Resources:  routeReadiness([]string{"namespace", "route", "httproute", "gateway-status", "backend-x", "aibackend-x"}, "gateway-status", "backend-x", "aibackend-x"),
 				XRReady:    "READY_FALSE",
 			}, refs: []string{"qwen-x:0:1"}},
 		},
@@ -339,7 +351,7 @@ func TestModelRouteManifests(t *testing.T) {
 		obj{"name": "local", "endpoint": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000, "tls": false}, "schema": obj{"name": "OpenAI"}},
 		obj{"name": "azure", "endpoint": obj{"hostname": "team.openai.azure.com"}, "schema": obj{"name": "AzureOpenAI", "version": "2025-01-01-preview"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}},
 		obj{"name": "cohere", "endpoint": obj{"hostname": "api.cohere.com"}, "schema": obj{"name": "Cohere"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}}),
-		nil, map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
+		placed("local"), map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
 
 	route := manifest(rsp, "route")
 	spec := route["spec"].(obj)
@@ -491,11 +503,11 @@ func TestModelsListing(t *testing.T) {
 			"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}}},
 			"envoy": obj{"drainTimeout": "900s"},
 		}), nil, map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, true)}}), nil},
-		"ModelRouteDefaultModel": {newRequest(t, routeXR(backend("a", 0, 1, "")), nil, map[string][]obj{"gateway": gwReady}), []string{"ml-team/qwen"}},
+		"ModelRouteDefaultModel": {newRequest(t, routeXR(backend("a", 0, 1, "")), placed("a"), map[string][]obj{"gateway": gwReady}), []string{"ml-team/qwen"}},
 		"ModelRouteNamedModel": {func() *fnv1.RunFunctionRequest {
 			xr := routeXR(backend("a", 0, 1, ""), backend("b", 3, 1, ""))
 			xr["spec"].(obj)["model"] = "qwen3-8b"
-			return newRequest(t, xr, nil, map[string][]obj{"gateway": gwReady})
+			return newRequest(t, xr, placed("a"), map[string][]obj{"gateway": gwReady})
 		}(), []string{"qwen3-8b"}},
 	}
 	for name, tc := range cases {

@@ -48,9 +48,9 @@ const (
 	// ReasonWaitingForCredentials: a backend's API key has not reached the
 	// gateway cluster yet, so the backend is not in the route yet.
 	ReasonWaitingForCredentials = "WaitingForCredentials"
-	// ReasonWaitingForBackends: a backend that is new to a serving route
-	// waits for its Backend and AIServiceBackend to exist on the gateway
-	// cluster before it joins the route (readBackends says why).
+	// ReasonWaitingForBackends: a backend not in the route yet waits for
+	// its Backend and AIServiceBackend to exist on the gateway cluster
+	// before it joins the route (readBackends says why).
 	ReasonWaitingForBackends = "WaitingForBackends"
 	// ReasonWaitingForRoute: AI Gateway has not accepted the route yet.
 	ReasonWaitingForRoute = "WaitingForRoute"
@@ -302,32 +302,46 @@ const (
 // for something else at once leaves the TTL to the caller's default: the
 // other thing's watch event, or the default, comes first.
 func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) time.Duration {
-	fastThenStuck := func() time.Duration {
-		if since != nil && req.Now.Sub(since.Time) < compose.FastFor {
-			return compose.FastRequeue
-		}
-		return StuckGatewayRequeue
-	}
 	heldBack := compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration)
 	switch {
 	case p.None() && heldBack:
 		return HeldBackRoutingRequeue
 	case p.None():
 		return 0
-	case p.Only(ReasonGatewayLostCluster):
-		return StuckGatewayRequeue
-	case p.Only(ReasonGatewayNotReporting) && since != nil && !gw.resumed.Before(since.Time) && req.Now.Sub(gw.resumed) < compose.FastFor:
-		// The ConfigMap says the gateway reports again, and woke this
-		// ModelRoute; its condition follows in a moment.
-		return compose.FastRequeue
-	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
-		return fastThenStuck()
+	}
+	if d, ok := gatewayWaitRequeue(req, p, gw, since); ok {
+		return d
+	}
+	switch {
 	case since != nil && heldBack:
 		return compose.Backoff(since.Time, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched:
 		return WatchedGatewayRequeue
 	}
 	return 0
+}
+
+// gatewayWaitRequeue is the TTL of a ModelRoute that waits only for a
+// gateway that does not report, lost its cluster, or whose two verdicts
+// disagree (requeueAfter says why each), and whether it waits so.
+func gatewayWaitRequeue(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) (time.Duration, bool) {
+	fastThenStuck := func() time.Duration {
+		if since != nil && req.Now.Sub(since.Time) < compose.FastFor {
+			return compose.FastRequeue
+		}
+		return StuckGatewayRequeue
+	}
+	switch {
+	case p.Only(ReasonGatewayLostCluster):
+		return StuckGatewayRequeue, true
+	case p.Only(ReasonGatewayNotReporting) && since != nil && !gw.resumed.Before(since.Time) && req.Now.Sub(gw.resumed) < compose.FastFor:
+		// The ConfigMap says the gateway reports again, and woke this
+		// ModelRoute; its condition follows in a moment.
+		return compose.FastRequeue, true
+	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
+		return fastThenStuck(), true
+	}
+	return 0, false
 }
 
 // published judges the gateway from both places the function writes its
@@ -430,7 +444,7 @@ type backends struct {
 	// delivering names backends whose key exists on the control plane but
 	// has not reached the gateway cluster yet.
 	delivering []string
-	// placing names backends that could join a serving route but whose
+	// placing names backends not in the route yet whose
 	// Backend or AIServiceBackend is not on the gateway cluster yet.
 	placing []string
 	// credentials of the backends with an API key, by backend name.
@@ -474,16 +488,21 @@ type keyState struct {
 // post_translate_modify.go, maybeModifyCluster expects
 // httproute/<ns>/<name>/rule/<i>): no priorities and no upstream ext-proc,
 // so the serving model's fallback tier takes live traffic without its API
-// key. A brand-new route serves nothing yet, and RoutingReady waits for
-// Envoy Gateway to resolve every backendRef, so it is not held back.
+// key.
+//
+// A brand-new route waits the same way: its AIGatewayRoute is composed once
+// at least one backend is placed, and names only placed backends. AI
+// Gateway v1.0.0 cannot build the HTTPRoute of an AIGatewayRoute that names
+// an AIServiceBackend it cannot find, and retries it with controller-
+// runtime's exponential back-off (internal/controller/ai_gateway_route.go,
+// newHTTPRoute; sigs.k8s.io/controller-runtime's default rate limiter, up to
+// 1000 s), with no event from the AIServiceBackend's creation to cut the
+// wait short: with a hundred new routes the control-plane suite saw sixteen
+// unaccepted for more than ten minutes.
 func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
 	bs := backends{credentials: map[string]keyState{}}
-	serving := false
-	if o, ok := req.Observed[ResourceRoute]; ok && o.Live() {
-		serving = true
-	}
 	placed := func(be Backend) bool {
-		if !serving || inRoute[names.Child(route, be.Name)] {
+		if inRoute[names.Child(route, be.Name)] {
 			return true
 		}
 		for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -518,7 +519,7 @@ func TestRandomChurn(t *testing.T) {
 						r.spec["backends"] = kept
 						return
 					}
-					r.spec["backends"] = append(bs[:len(bs):len(bs)], map[string]any{
+					r.spec["backends"] = append(slices.Clip(bs), map[string]any{
 						"name": fmt.Sprintf("local%d", w.rng.IntN(3)), "endpoint": map[string]any{"hostname": "vllm-b.ml-team.svc.cluster.local"}, "schema": map[string]any{"name": "OpenAI"},
 					})
 				}
