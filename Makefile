@@ -40,10 +40,11 @@ controlplane:
 
 # 100 ModelRoutes on one gateway, on a control plane of their own: the time
 # until the last route follows a rollout, and the API server's writes at
-# rest and during it (also part of make test-slow).
+# rest and during it. Not part of make test-slow yet: it fails on AI Gateway
+# v1.0.0's extension-server panic (test/controlplane/scale100_test.go says why).
 .PHONY: controlplane-scale
 controlplane-scale:
-	go test -v -count=1 -timeout 60m -run '^TestScale100$$' ./test/controlplane
+	CONTROLPLANE_SCALE100=1 go test -v -count=1 -timeout 60m -run '^TestScale100$$' ./test/controlplane
 
 # Run the control-plane suite once per deliberate break of the function
 # (test/controlplane/breaks_test.go): every run must fail where the break

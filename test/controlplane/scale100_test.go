@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"os"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 )
 
-// The 100-route test's size and its shared API key's Secret.
+// The 100-route test's size, its shared API key's Secret, and the
+// variable that runs it.
 const (
+	scale100Env    = "CONTROLPLANE_SCALE100"
 	scale100Routes = 100
 	scale100Secret = "shared-key"
 )
@@ -30,6 +33,16 @@ const (
 func TestScale100(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole control plane and 100 ModelRoutes")
+	}
+	// Not in CI yet: AI Gateway v1.0.0's extension server panics when an
+	// AIGatewayRoute has more backendRefs than the cluster Envoy Gateway
+	// translated from the HTTPRoute it generated a revision earlier
+	// (internal/extensionserver/post_translate_modify.go, maybeModifyCluster;
+	// envoyproxy/ai-gateway issue 2610, fixed after v1.0.0 by PR 2611), and
+	// with a hundred routes gaining their keyed backends that skew comes
+	// within minutes: the controller exits and no route is accepted after.
+	if os.Getenv(scale100Env) == "" {
+		t.Skipf("set %s=1 (make controlplane-scale) to run it; it fails on AI Gateway v1.0.0's panic of envoyproxy/ai-gateway issue 2610", scale100Env)
 	}
 	sc := bringUp(t)
 	defer sc.sp.write(t)
