@@ -1,10 +1,10 @@
 package controlplane
 
 import (
-	"os"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
