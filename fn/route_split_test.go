@@ -102,10 +102,10 @@ func TestNewBackendJoinsServingRouteOncePlaced(t *testing.T) {
 			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends"},
 		},
 		"NewRouteOnePlaced": {
-			reason:   "A new route whose first backend's objects exist: the route is composed with that one; the other joins once placed.",
+			reason:   "A new route whose first backend's objects exist but not the second's: no AIGatewayRoute yet; it is composed whole, so it never grows in its first minutes (AI Gateway v1.0.0 panics on a route that grew past the cluster it translated).",
 			backends: []obj{backend("b", 0, 1, ""), backend("c", 1, 1, "")},
 			observed: placed("b"),
-			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends", refs: []string{"qwen-b:0:1"}},
+			want:     want{condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForBackends"},
 		},
 		"NewRouteAllPlaced": {
 			reason:   "A new route whose backends' objects all exist: every backend goes in at once.",

@@ -96,6 +96,14 @@ func placed(backends ...string) map[string]obj {
 	return out
 }
 
+// withRoute adds an observed AIGatewayRoute Object, serving local, to
+// observed: a route that exists is composed while keyed backends are still
+// on their way.
+func withRoute(observed map[string]obj) map[string]obj {
+	observed["route"] = routedObject(true, "qwen-local")
+	return observed
+}
+
 func routeReadiness(names []string, ready ...string) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
@@ -351,7 +359,7 @@ func TestModelRouteManifests(t *testing.T) {
 		obj{"name": "local", "endpoint": obj{"hostname": "vllm.ml-team.svc.cluster.local", "port": 8000, "tls": false}, "schema": obj{"name": "OpenAI"}},
 		obj{"name": "azure", "endpoint": obj{"hostname": "team.openai.azure.com"}, "schema": obj{"name": "AzureOpenAI", "version": "2025-01-01-preview"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}},
 		obj{"name": "cohere", "endpoint": obj{"hostname": "api.cohere.com"}, "schema": obj{"name": "Cohere"}, "apiKey": obj{"secretRef": obj{"name": "key-a", "key": "api-key"}}}),
-		placed("local"), map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
+		withRoute(placed("local")), map[string][]obj{"gateway": {inferenceGateway(true, "Serving", true)}, "secret-key-a": keyA}))
 
 	route := manifest(rsp, "route")
 	spec := route["spec"].(obj)
@@ -507,7 +515,7 @@ func TestModelsListing(t *testing.T) {
 		"ModelRouteNamedModel": {func() *fnv1.RunFunctionRequest {
 			xr := routeXR(backend("a", 0, 1, ""), backend("b", 3, 1, ""))
 			xr["spec"].(obj)["model"] = "qwen3-8b"
-			return newRequest(t, xr, placed("a"), map[string][]obj{"gateway": gwReady})
+			return newRequest(t, xr, placed("a", "b"), map[string][]obj{"gateway": gwReady})
 		}(), []string{"qwen3-8b"}},
 	}
 	for name, tc := range cases {

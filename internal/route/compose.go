@@ -160,8 +160,18 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	}
 	set(ResourceNamespace, b.namespaceObject(), b.ready(ResourceNamespace))
 	// A route with no usable backend would answer 500 and replace one
-	// that serves; the observed route is carried forward instead.
-	if len(refs) > 0 {
+	// that serves; the observed route is carried forward instead. A new
+	// route is composed whole, once every backend that is on its way (its
+	// objects, its key) has arrived, so that it never grows in its first
+	// minutes: AI Gateway v1.0.0's extension server panics when an
+	// AIGatewayRoute names more backends than the cluster Envoy Gateway
+	// translated from the HTTPRoute of its previous revision
+	// (internal/extensionserver/post_translate_modify.go,
+	// maybeModifyCluster; envoyproxy/ai-gateway issue 2610), and a route of
+	// sixteen backends placed one reconcile at a time brought it down in
+	// the control-plane suite.
+	_, exists := b.observed[ResourceRoute]
+	if len(refs) > 0 && (exists || len(bs.placing) == 0 && len(bs.delivering) == 0) {
 		set(ResourceRoute, b.route(model, refs), accepted)
 	}
 	set(ResourceHTTPRoute, b.httpRoute(), served)
