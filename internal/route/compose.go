@@ -167,9 +167,8 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	// AIGatewayRoute names more backends than the cluster Envoy Gateway
 	// translated from the HTTPRoute of its previous revision
 	// (internal/extensionserver/post_translate_modify.go,
-	// maybeModifyCluster; envoyproxy/ai-gateway issue 2610), and a route of
-	// sixteen backends placed one reconcile at a time brought it down in
-	// the control-plane suite.
+	// maybeModifyCluster; envoyproxy/ai-gateway issue 2610), and a route
+	// whose backends arrive one reconcile at a time would grow that way.
 	_, exists := b.observed[ResourceRoute]
 	if len(refs) > 0 && (exists || len(bs.placing) == 0 && len(bs.delivering) == 0) {
 		set(ResourceRoute, b.route(model, refs), accepted)
@@ -507,8 +506,7 @@ type keyState struct {
 // runtime's exponential back-off (internal/controller/ai_gateway_route.go,
 // newHTTPRoute; sigs.k8s.io/controller-runtime's default rate limiter, up to
 // 1000 s), with no event from the AIServiceBackend's creation to cut the
-// wait short: with a hundred new routes the control-plane suite saw sixteen
-// unaccepted for more than ten minutes.
+// wait short.
 func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
 	bs := backends{credentials: map[string]keyState{}}
 	placed := func(be Backend) bool {
