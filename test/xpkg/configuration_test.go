@@ -1,10 +1,8 @@
 package xpkg
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -14,7 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/modelplaneai/function-inference-gateway/test/internal/manifests"
 )
 
 // testedCrossplane is the Crossplane range both packages declare: the
@@ -186,22 +185,11 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 // decodeObjects decodes a YAML stream, skipping empty documents.
 func decodeObjects(t *testing.T, b []byte) []*unstructured.Unstructured {
 	t.Helper()
-	d := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := d.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("cannot decode YAML: %v", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		objs = append(objs, u)
+	objs, err := manifests.Decode(b)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }
 
 // decodeField decodes the field of o at path into into.
