@@ -273,21 +273,7 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 	mismatched := selfSigned(t, tlsHostname, now.Add(-time.Hour), now.Add(24*time.Hour))
 	mismatched.keyPEM = other.keyPEM
 	sc.putTLSSecret(t, "mismatched", mismatched)
-	start = time.Now()
-	var refused string
-	sc.eventually(t, waitRoute, "GatewayReady=False, TLSSecretMissing, for a key that is not the certificate's", func(ctx context.Context) string {
-		gw := sc.gatewayXR(ctx)
-		if s := wantCondition(gw, gateway.ConditionType, "False"); s != "" {
-			return s
-		}
-		msg := conditionMessage2(gw, gateway.ConditionType)
-		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonTLSSecretMissing || !strings.Contains(msg, "is not the key of the certificate") {
-			return fmt.Sprintf("GatewayReady False (%s): %s", r, msg)
-		}
-		refused = msg
-		return ""
-	})
-	t.Logf("GatewayReady=False %s after the mismatched pair was written: %s", time.Since(start).Round(100*time.Millisecond), refused)
+	sc.gatewayFalse(t, "the mismatched pair", gateway.ReasonTLSSecretMissing, "is not the key of the certificate")
 	if s := sc.copyHoldsCert(sc.ctx, good); s != "" {
 		t.Errorf("the mismatched pair was copied to the gateway cluster: %s", s)
 	}
@@ -310,21 +296,7 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 	// 2. A certificate Envoy Gateway rejects: one that has expired.
 	expired := selfSigned(t, tlsHostname, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
 	sc.putTLSSecret(t, "expired", expired)
-	start = time.Now()
-	var rejected string
-	sc.eventually(t, waitRoute, "GatewayReady=False, ListenersNotProgrammed, with Envoy Gateway's message", func(ctx context.Context) string {
-		gw := sc.gatewayXR(ctx)
-		if s := wantCondition(gw, gateway.ConditionType, "False"); s != "" {
-			return s
-		}
-		msg := conditionMessage2(gw, gateway.ConditionType)
-		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonListenersNotProgrammed || !strings.Contains(msg, "has expired") {
-			return fmt.Sprintf("GatewayReady False (%s): %s", r, msg)
-		}
-		rejected = msg
-		return ""
-	})
-	t.Logf("GatewayReady=False %s after the expired certificate was written: %s", time.Since(start).Round(100*time.Millisecond), rejected)
+	sc.gatewayFalse(t, "the expired certificate", gateway.ReasonListenersNotProgrammed, "has expired")
 	conds, msgs, _ := sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
 	if conds["Programmed"] != "False (Invalid)" || conds["ResolvedRefs"] != "False (InvalidCertificateRef)" {
 		t.Errorf("Envoy Gateway reports the https listener with the expired certificate as %v; want Programmed=False (Invalid), ResolvedRefs=False (InvalidCertificateRef)", conds)
@@ -619,4 +591,25 @@ func checkRouteOn(model, listener string) func(xdsDump) string {
 		}
 		return ""
 	}
+}
+
+// gatewayFalse waits until GatewayReady is False with reason and a message
+// that contains want, and logs how long that took after what was written.
+func (sc *scenarios) gatewayFalse(t *testing.T, written, reason, want string) {
+	t.Helper()
+	start := time.Now()
+	var got string
+	sc.eventually(t, waitRoute, fmt.Sprintf("GatewayReady=False, %s, after %s", reason, written), func(ctx context.Context) string {
+		gw := sc.gatewayXR(ctx)
+		if s := wantCondition(gw, gateway.ConditionType, "False"); s != "" {
+			return s
+		}
+		msg := conditionMessage2(gw, gateway.ConditionType)
+		if r := conditionReason(gw, gateway.ConditionType); r != reason || !strings.Contains(msg, want) {
+			return fmt.Sprintf("GatewayReady False (%s): %s", r, msg)
+		}
+		got = msg
+		return ""
+	})
+	t.Logf("GatewayReady=False %s after %s was written: %s", time.Since(start).Round(100*time.Millisecond), written, got)
 }
