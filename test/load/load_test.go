@@ -270,13 +270,19 @@ func requests(t *testing.T, root string) []expectation {
 		switch n := name(o); n {
 		case "namespace", "route", "httproute":
 			rt.Observed.Resources[n] = &fnv1.Resource{Resource: st(t, o)}
-		case "credential-openrouter":
-			// Every keyed backend's key has reached the gateway cluster,
-			// so each one is in the route.
+		default:
+			// Every backend's Backend and AIServiceBackend exist on the
+			// gateway cluster, and every keyed backend's key has reached it,
+			// so each one is in the route: the example's Objects for vllm and
+			// openrouter stand in for their copies.
+			prefix, source, _ := strings.Cut(n, "-")
 			for _, b := range backends {
-				if bn := b.(map[string]any)["name"].(string); b.(map[string]any)["apiKey"] != nil {
-					rt.Observed.Resources["credential-"+bn] = &fnv1.Resource{Resource: st(t, o)}
+				bm := b.(map[string]any)
+				bn := bm["name"].(string)
+				if !strings.HasPrefix(bn, source+"-") || prefix == "credential" && bm["apiKey"] == nil {
+					continue
 				}
+				rt.Observed.Resources[prefix+"-"+bn] = &fnv1.Resource{Resource: st(t, o)}
 			}
 		}
 	}

@@ -175,8 +175,12 @@ func (w *world) allReady() bool {
 // --- invariants ------------------------------------------------------------
 
 func (w *world) checkInvariants() {
-	// 1. No ModelRoute is RoutingReady while a live Envoy pod lacks the
-	// sidecar.
+	// 1. Neither the gateway is GatewayReady nor any ModelRoute
+	// RoutingReady while a live Envoy pod lacks the sidecar: both say
+	// "model requests are served".
+	if w.gateway != nil && !w.gateway.deleted && w.gateway.conditions["GatewayReady"].status && w.liveWithoutSidecar() > 0 {
+		w.violate("invariant 1: the gateway is GatewayReady while %d live Envoy pods lack the sidecar", w.liveWithoutSidecar())
+	}
 	for _, n := range sortedKeys(w.routes) {
 		r := w.routes[n]
 		if !r.deleted && r.conditions["RoutingReady"].status && w.liveWithoutSidecar() > 0 {
@@ -402,7 +406,7 @@ var expected = map[struct{ scenario, rule string }]string{
 	{"fresh gateway, pods before the Secret", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "reviewer's alternative"}:                   "✗ – ✓ ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "first version"}:                            "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "first version"}:                            "✗ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
@@ -442,7 +446,7 @@ var expected = map[struct{ scenario, rule string }]string{
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project"}:           "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "thread's final rule"}:    "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✓ – ✓ ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✓ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✗ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ ✗ ✓ ✓",
 }
 
