@@ -38,6 +38,12 @@ generate:
 controlplane:
 	go test -v -count=1 -timeout 60m -run '^TestControlPlane$$' ./test/controlplane
 
+# The README's Quick start, steps 3 to 6, followed as written with kubectl and
+# the crossplane CLI on a control plane of its own (also part of make test-slow).
+.PHONY: controlplane-quickstart
+controlplane-quickstart:
+	go test -v -count=1 -timeout 40m -run '^TestQuickStart$$' ./test/controlplane
+
 # 100 ModelRoutes on one gateway, on a control plane of their own: the time
 # until the last route follows a rollout, and the API server's writes at
 # rest and during it. Not part of make test-slow yet: it fails on AI Gateway

@@ -59,7 +59,11 @@ var (
 	toolAIGateway = tool{name: "ai-gateway-controller", version: "v1.0.0", module: "ai-gateway",
 		pkg: "github.com/envoyproxy/ai-gateway/cmd/controller"}
 
-	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader}
+	// kubectl is the README reader's (quickstart_test.go).
+	toolKubectl = tool{name: "kubectl", version: "v1.36.1", module: "kubernetes",
+		pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeVersionFlags}
+
+	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl}
 )
 
 // buildMu keeps two builds from this test binary from running at once: on

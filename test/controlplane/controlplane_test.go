@@ -163,6 +163,19 @@ func TestControlPlane(t *testing.T) {
 // watch: everything a test of the suite starts from.
 func bringUp(t *testing.T) *scenarios {
 	t.Helper()
+	return bringUpWith(t, upOptions{})
+}
+
+// upOptions are what a test changes of bringUp's control plane.
+type upOptions struct {
+	// readerCreatesTeamNamespace leaves the ModelRoutes' namespace on the
+	// control plane for the test to create, as the README's reader does.
+	readerCreatesTeamNamespace bool
+}
+
+// bringUpWith is bringUp with options.
+func bringUpWith(t *testing.T, o upOptions) *scenarios {
+	t.Helper()
 	root, err := toolchain.Root()
 	must(t, err)
 
@@ -189,7 +202,9 @@ func bringUp(t *testing.T) *scenarios {
 	// (crossplane-system comes with Crossplane). The gateway namespace is
 	// provider-kubernetes' to create.
 	c.namespace(ctx, objectNS)
-	c.namespace(ctx, teamControlNS)
+	if !o.readerCreatesTeamNamespace {
+		c.namespace(ctx, teamControlNS)
+	}
 	c.namespace(ctx, envoyGatewayNS)
 	c.startCrossplane(ctx)
 	c.startProvider(ctx, webhookPort)

@@ -1,0 +1,378 @@
+package controlplane
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
+)
+
+// codeBlock is one fenced block of the README: its language and text.
+type codeBlock struct {
+	lang, text string
+}
+
+// quickStartSteps reads the README's Quick start: the fenced code blocks
+// under each "### N." heading, by N.
+func quickStartSteps(readme []byte) (map[int][]codeBlock, error) {
+	steps := map[int][]codeBlock{}
+	step, in := -1, false
+	var block *codeBlock
+	sc := bufio.NewScanner(bytes.NewReader(readme))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case block != nil && strings.HasPrefix(line, "```"):
+			steps[step] = append(steps[step], *block)
+			block = nil
+		case block != nil:
+			block.text += line + "\n"
+		case strings.HasPrefix(line, "## "):
+			in = line == "## Quick start"
+			step = -1
+		case in && strings.HasPrefix(line, "### "):
+			step = -1
+			if _, err := fmt.Sscanf(line, "### %d.", &step); err != nil {
+				step = 0 // the prerequisites
+			}
+		case in && strings.HasPrefix(line, "```"):
+			block = &codeBlock{lang: strings.TrimPrefix(line, "```")}
+		}
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("cannot find a \"## Quick start\" section with fenced code blocks")
+	}
+	return steps, sc.Err()
+}
+
+// quickStartShape is what TestQuickStart runs of each step, by the
+// languages of its blocks. Steps 1 and 2 (the gateway cluster's identity,
+// provider-kubernetes, the Function and the Configuration) are the
+// suite's own: it runs the provider and the function out of cluster under
+// the names deploy/control-plane gives them, applies its
+// ClusterProviderConfig and dry-runs the rest (dryRunControlPlane).
+var quickStartShape = map[int][]string{
+	3: {"sh", "yaml"},
+	4: {"sh", "yaml"},
+	5: {"sh"},
+	6: {"sh", "python"},
+}
+
+// TestQuickStartBlocks checks, without a control plane, that the README's
+// Quick start still has the blocks TestQuickStart follows.
+func TestQuickStartBlocks(t *testing.T) {
+	steps := readQuickStart(t)
+	got := map[int][]string{}
+	for n := range quickStartShape {
+		for _, b := range steps[n] {
+			got[n] = append(got[n], b.lang)
+		}
+	}
+	if diff := cmp.Diff(quickStartShape, got); diff != "" {
+		t.Errorf("the README's Quick start steps 3 to 6 have code blocks of other languages than TestQuickStart follows: -want, +got:\n%s", diff)
+	}
+}
+
+func readQuickStart(t *testing.T) map[int][]codeBlock {
+	t.Helper()
+	root, err := toolchain.Root()
+	must(t, err)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	must(t, err)
+	steps, err := quickStartSteps(b)
+	if err != nil {
+		t.Fatalf("cannot read README.md: %v", err)
+	}
+	return steps
+}
+
+// TestQuickStart follows the README's Quick start from step 3 on, as a
+// reader would, on a control plane of its own: it runs each shell block
+// with bash, with kubectl and the crossplane CLI built at the versions the
+// suite runs, and applies each YAML block with kubectl. No Envoy runs
+// here, so step 6's curl is a stand-in that records what it was asked to
+// send; the test then checks, in the xDS Envoy Gateway serves our
+// Gateway's Envoy, that this very request would be authenticated as the
+// caller and routed to the model on the https listener of the README's
+// hostname, and that /healthz answers there.
+func TestQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole control plane")
+	}
+	steps := readQuickStart(t)
+	// The reader creates the team's namespace in step 4.
+	sc := bringUpWith(t, upOptions{readerCreatesTeamNamespace: true})
+	r := newReader(t, sc)
+
+	for _, n := range []int{3, 4} {
+		for i, b := range steps[n] {
+			switch b.lang {
+			case "sh":
+				r.run(t, fmt.Sprintf("step %d, block %d", n, i+1), b.text, nil)
+			case "yaml":
+				r.run(t, fmt.Sprintf("step %d, block %d", n, i+1), "kubectl apply -f -", []byte(b.text))
+			}
+		}
+		if n == 3 {
+			// The callers' keys the reader made: no Object, XR or xDS
+			// dump may hold them.
+			s, err := sc.get(sc.ctx, gvrSecret, objectNS, "platform-callers")
+			must(t, err)
+			data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+			for client, key := range data {
+				sc.w.forbid("the key of caller "+client, key)
+			}
+		}
+	}
+
+	start := time.Now()
+	sc.eventually(t, waitSettle, "GatewayReady=True", func(ctx context.Context) string {
+		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
+	})
+	t.Logf("GatewayReady=True %s after step 4", time.Since(start).Round(100*time.Millisecond))
+	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
+		return wantCondition(sc.routeXR(ctx), route.ConditionType, "True")
+	})
+	t.Logf("RoutingReady=True %s after step 4", time.Since(start).Round(100*time.Millisecond))
+
+	// Step 5: what the reader sees.
+	out := r.run(t, "step 5", steps[5][0].text, nil)
+	for _, want := range []string{gatewayXRName, routeName, "envoy-deployment"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("step 5 printed no %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && (f[0] == gatewayXRName || f[0] == routeName) && f[1] != "True" {
+			t.Errorf("step 5: kubectl get printed %q, want the readiness column True", line)
+		}
+	}
+
+	// Step 6: the calls, and what Envoy is told about them.
+	r.run(t, "step 6", steps[6][0].text, nil)
+	calls := r.curlCalls(t)
+	gw, rt := sc.gatewayXR(sc.ctx), sc.routeXR(sc.ctx)
+	hostname, _, _ := unstructured.NestedString(gw.Object, "spec", "hostname")
+	base, _, _ := unstructured.NestedString(gw.Object, "status", "endpoints", "openAI")
+	model, _, _ := unstructured.NestedString(rt.Object, "status", "model")
+	secret, err := sc.get(sc.ctx, gvrSecret, objectNS, "platform-callers")
+	must(t, err)
+	data, _, _ := unstructured.NestedStringMap(secret.Object, "data")
+	clients := slices.Sorted(maps.Keys(data))
+	if len(calls) != 2 {
+		t.Fatalf("step 6 ran curl %d times, want 2 (a model call and /healthz): %v", len(calls), calls)
+	}
+	call, health := calls[0], calls[1]
+	if want := base + "/chat/completions"; call.url != want || !strings.HasPrefix(want, "https://"+hostname+"/") {
+		t.Errorf("step 6 calls %q, want %q on https://%s", call.url, want, hostname)
+	}
+	client, ok := r.callerOf(t, secret, call.header("Authorization"))
+	if !ok {
+		t.Errorf("step 6 sends Authorization %q, which is no caller's key in platform-callers", call.header("Authorization"))
+	}
+	var body struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(call.data), &body); err != nil || body.Model != model || model == "" {
+		t.Errorf("step 6 sends the body %q, want JSON with the model %q (status.model): %v", call.data, model, err)
+	}
+	if want := "https://" + hostname + names.HealthPath; health.url != want {
+		t.Errorf("step 6 checks health at %q, want %q", health.url, want)
+	}
+	py := steps[6][1].text
+	for what, want := range map[string]string{"base_url": base, "model": model} {
+		m := regexp.MustCompile(what + `="([^"]*)"`).FindStringSubmatch(py)
+		if m == nil || m[1] != want {
+			t.Errorf("step 6's Python sets %s to %v, want %q", what, m, want)
+		}
+	}
+
+	sc.readXDS(t, "quick-start", all(
+		checkRouteOn(model, gateway.ListenerHTTPS),
+		checkVirtualHost(gateway.ListenerHTTPS, hostname),
+		checkCallerAuth(clients),
+		checkFrontDoorTLS(hostname),
+		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+	))
+	t.Logf("step 6's call to %s as caller %s for model %q: Envoy is told to check the caller's key and route the model on the https listener of %s", call.url, client, model, hostname)
+
+	sc.noSecretsInObjects(t, "after the Quick start")
+	sc.w.check(t)
+	obs, viol := sc.w.sidecarSummary()
+	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
+	if obs == 0 {
+		t.Errorf("the sidecar invariant was never checked")
+	}
+}
+
+// checkVirtualHost: the listener's route configuration serves host.
+func checkVirtualHost(listener, host string) func(xdsDump) string {
+	return func(d xdsDump) string {
+		rc := d.routeConfig(listener)
+		if rc == nil {
+			return fmt.Sprintf("no route configuration for the %s listener", listener)
+		}
+		vhs, _ := rc["virtual_hosts"].([]any)
+		var domains []any
+		for _, vh := range vhs {
+			ds, _ := vh.(map[string]any)["domains"].([]any)
+			if slices.Contains(ds, any(host)) {
+				return ""
+			}
+			domains = append(domains, ds...)
+		}
+		return fmt.Sprintf("the %s listener serves the domains %v, not %s", listener, domains, host)
+	}
+}
+
+// reader is a shell as the README's reader has one: a working directory
+// holding the TLS certificate step 3 names, and kubectl, the crossplane
+// CLI and a recording curl first on PATH, pointed at the control plane.
+type reader struct {
+	dir, curlDir string
+	env          []string
+}
+
+func newReader(t *testing.T, sc *scenarios) *reader {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	r := &reader{dir: dir, curlDir: filepath.Join(dir, "curl-calls")}
+	for _, d := range []string{bin, r.curlDir} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.Symlink(sc.c.bins[toolKubectl.name], filepath.Join(bin, "kubectl")))
+	must(t, os.Symlink(sc.c.bins["crossplane-cli"], filepath.Join(bin, "crossplane")))
+	// curl writes its arguments, NUL-separated, one file per call.
+	writeFile(t, filepath.Join(bin, "curl"), []byte(`#!/usr/bin/env bash
+n=$(ls "$QUICKSTART_CURL_DIR" | wc -l)
+printf '%s\0' "$@" > "$QUICKSTART_CURL_DIR/call-$n"
+`))
+	must(t, os.Chmod(filepath.Join(bin, "curl"), 0o755))
+	if _, err := exec.LookPath("openssl"); err != nil {
+		// Step 3 makes the callers' keys with openssl rand -hex; a
+		// machine without openssl gets that much of it.
+		writeFile(t, filepath.Join(bin, "openssl"), []byte(`#!/usr/bin/env bash
+[ "$1 $2" = "rand -hex" ] || { echo "this stand-in only does rand -hex N" >&2; exit 1; }
+od -An -tx1 -N"$3" /dev/urandom | tr -d ' \n'
+`))
+		must(t, os.Chmod(filepath.Join(bin, "openssl"), 0o755))
+	}
+	cert := selfSigned(t, "llm.example.com", time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
+	sc.w.forbid("the private key of the Quick start's TLS certificate", base64.StdEncoding.EncodeToString(cert.keyPEM))
+	writeFile(t, filepath.Join(dir, "tls.crt"), cert.certPEM)
+	writeFile(t, filepath.Join(dir, "tls.key"), cert.keyPEM)
+	key := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("sk-or-quickstart-%d", time.Now().UnixNano())))
+	plain, _ := base64.StdEncoding.DecodeString(key)
+	sc.w.forbid("the Quick start's OpenRouter key", key)
+	r.env = append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+sc.c.kubeconfig,
+		"QUICKSTART_CURL_DIR="+r.curlDir,
+		"OPENROUTER_API_KEY="+string(plain),
+	)
+	return r
+}
+
+// run runs script with bash, as the reader pastes it, and returns what it
+// printed; a failure fails the test with the output.
+func (r *reader) run(t *testing.T, what, script string, stdin []byte) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir, cmd.Env = r.dir, r.env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot follow the Quick start's %s: %v\n--- the block\n%s--- what it printed\n%s", what, err, script, out)
+	}
+	t.Logf("Quick start %s:\n%s", what, out)
+	return string(out)
+}
+
+// curlCall is what one run of curl was asked to do.
+type curlCall struct {
+	url     string
+	headers []string
+	data    string
+}
+
+func (c curlCall) header(name string) string {
+	for _, h := range c.headers {
+		if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(k, name) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// curlCalls reads the calls the recording curl saw, in order.
+func (r *reader) curlCalls(t *testing.T) []curlCall {
+	t.Helper()
+	var out []curlCall
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(filepath.Join(r.curlDir, fmt.Sprintf("call-%d", i)))
+		if os.IsNotExist(err) {
+			return out
+		}
+		must(t, err)
+		var c curlCall
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		for j := 0; j < len(args); j++ {
+			switch a := args[j]; {
+			case (a == "-H" || a == "--header") && j+1 < len(args):
+				j++
+				c.headers = append(c.headers, args[j])
+			case (a == "-d" || a == "--data") && j+1 < len(args):
+				j++
+				c.data = args[j]
+			case !strings.HasPrefix(a, "-"):
+				if u, err := url.Parse(a); err == nil && u.Scheme != "" {
+					c.url = a
+				}
+			}
+		}
+		out = append(out, c)
+	}
+}
+
+// callerOf returns the client whose key in the callers' Secret the
+// Authorization header carries.
+func (r *reader) callerOf(t *testing.T, secret *unstructured.Unstructured, authorization string) (string, bool) {
+	t.Helper()
+	key, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || key == "" {
+		return "", false
+	}
+	data, _, _ := unstructured.NestedStringMap(secret.Object, "data")
+	for client, v := range data {
+		if b, err := base64.StdEncoding.DecodeString(v); err == nil && string(b) == key {
+			return client, true
+		}
+	}
+	return "", false
+}
