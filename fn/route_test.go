@@ -169,14 +169,26 @@ func TestRunFunctionModelRoute(t *testing.T) {
 				XRReady:    "READY_FALSE",
 			}, message: []string{"(OldReplicasPresent)", "the gateway says OldReplicasPresent"}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
 		},
-		"RouteNotAccepted": {
-			reason: "The gateway is ready but AI Gateway has not accepted the route.",
+		"RouteNotReconciled": {
+			reason: "The gateway is ready but AI Gateway has written no status on the route: its controller is down or behind, and the message says to look at it.",
 			req:    newRequest(t, routeXR(ab...), observedRoute(false), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 			want: want{summary: summary{
 				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
 				Resources:  routeReadiness(allRoute, without(allRoute, "route", "httproute")...),
 				XRReady:    "READY_FALSE",
-			}, message: []string{"has not accepted"}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
+			}, message: []string{"no status on the AIGatewayRoute", "AI Gateway's controller runs"}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
+		},
+		"RouteRefused": {
+			reason: "AI Gateway refused the route: its message is quoted.",
+			req: newRequest(t, routeXR(ab...), withObserved(observedRoute(false), "route", object("route", obj{
+				"apiVersion": "aigateway.envoyproxy.io/v1beta1", "kind": "AIGatewayRoute", "metadata": obj{"name": "qwen"},
+				"status": obj{"conditions": []any{cond("NotAccepted", false, "ReconciliationFailed", `AIServiceBackend "qwen-a" not found`)}},
+			}, true, false)), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+			want: want{summary: summary{
+				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
+				Resources:  routeReadiness(allRoute, without(allRoute, "route", "httproute")...),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`has not accepted the AIGatewayRoute yet: AIServiceBackend "qwen-a" not found`}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
 		},
 		"AllReady": {
 			reason: "Gateway ready and route accepted.",
@@ -560,4 +572,10 @@ func listedModels(route obj) []string {
 		}
 	}
 	return out
+}
+
+// withObserved returns observed with its resource name replaced by o.
+func withObserved(observed map[string]obj, name string, o obj) map[string]obj {
+	observed[name] = o
+	return observed
 }

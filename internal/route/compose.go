@@ -621,7 +621,18 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}
-	if !upstream.IsTrue(c) {
+	switch {
+	case c == nil:
+		// AI Gateway writes a condition at the end of every reconcile of an
+		// AIGatewayRoute, successful or not (ai-gateway v1.0.0
+		// internal/controller/ai_gateway_route.go, Reconcile and
+		// updateAIGatewayRouteStatus), so none at all means its controller
+		// has not reconciled the route: it is not running, or far behind.
+		// The same process serves Envoy Gateway's extension server, with
+		// fail-open off, so Envoy Gateway publishes nothing new meanwhile.
+		p.Add(ReasonWaitingForRoute, "AI Gateway has written no status on the AIGatewayRoute: check that AI Gateway's controller runs on the gateway cluster, and its log; until it does, Envoy keeps its last configuration")
+		return false, nil
+	case !upstream.IsTrue(c):
 		p.Add(ReasonWaitingForRoute, upstream.WithMessage("AI Gateway has not accepted the AIGatewayRoute yet", c))
 		return false, nil
 	}

@@ -124,6 +124,7 @@ func TestControlPlane(t *testing.T) {
 		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
 		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
 		{"5f_TLS", sc.tlsScenario},
+		{"5g_AIGatewayDown", sc.aiGatewayDown},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},
 	} {

@@ -1,0 +1,139 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+)
+
+// downRoute names the ModelRoute scenario 5g creates while AI Gateway is
+// stopped.
+const downRoute = "while-aigw-down"
+
+// aiGatewayDown is scenario 5g: AI Gateway's controller stops, and a new
+// ModelRoute is created on the ready gateway. The same process serves
+// Envoy Gateway's extension server, which Envoy Gateway calls with
+// fail-open off (gateway v1.8.1 api/v1alpha1/envoygateway_types.go,
+// ExtensionManager.FailOpen, false by default: on a hook's error the xDS
+// update is skipped and the previous state kept), and it generates the
+// model's HTTPRoute, so nothing of the new route reaches Envoy: its RoutingReady
+// must say False, with the reason and a message that point at AI Gateway,
+// while the routes that served keep serving. Started again, AI Gateway
+// catches up, and the route becomes RoutingReady and appears in the xDS.
+func (sc *scenarios) aiGatewayDown(t *testing.T) {
+	c, s := sc.c, sc.s
+	model := teamControlNS + "/" + downRoute
+	serving := teamControlNS + "/" + routeName
+
+	s.up.aigw.stop(10 * time.Second)
+	stopped := time.Now()
+	running := false
+	defer func() {
+		if !running {
+			c.startAIGateway(sc.ctx, s.up, s.up.aigwImage)
+		}
+	}()
+	c.apply(sc.ctx, plainRoute(downRoute, "down."+teamControlNS+".svc.cluster.local"))
+
+	// The function composes the route once its Backend and
+	// AIServiceBackend exist, and provider-kubernetes creates it; no one
+	// writes its status.
+	sc.eventually(t, waitRoute, "the new ModelRoute's AIGatewayRoute on the gateway cluster, without status", func(ctx context.Context) string {
+		o := sc.composedObject(ctx, teamControlNS, downRoute, "route")
+		if o == nil || conditionStatus(o, "Synced") != "True" {
+			return "the route Object is not created and Synced yet"
+		}
+		return ""
+	})
+	// Long enough for AI Gateway, were it running, to accept the route
+	// and Envoy Gateway to translate it, and for the function to look
+	// again at its TTL.
+	hold := time.Now().Add(30 * time.Second)
+	sc.eventually(t, time.Minute, "30 s of the new ModelRoute waiting for AI Gateway", func(ctx context.Context) string {
+		u, err := sc.get(ctx, gvrModelRoute, teamControlNS, downRoute)
+		if err != nil {
+			return err.Error()
+		}
+		if st := conditionStatus(u, route.ConditionType); st == "True" {
+			t.Fatalf("RoutingReady=True %s after AI Gateway stopped, which never saw the route", time.Since(stopped).Round(time.Second))
+		}
+		if r := conditionReason(u, route.ConditionType); r != route.ReasonWaitingForRoute {
+			return fmt.Sprintf("RoutingReady reason %q (%v), want %s", r, condition(u, route.ConditionType)["message"], route.ReasonWaitingForRoute)
+		}
+		if msg := fmt.Sprint(condition(u, route.ConditionType)["message"]); !strings.Contains(msg, "AI Gateway's controller runs") {
+			return fmt.Sprintf("RoutingReady message %q does not say to look at AI Gateway's controller", msg)
+		}
+		if time.Now().Before(hold) {
+			return "holding"
+		}
+		return ""
+	})
+	u, _ := sc.get(sc.ctx, gvrModelRoute, teamControlNS, downRoute)
+	t.Logf("scenario 5g: with AI Gateway stopped, the new ModelRoute says RoutingReady=False (%s): %v",
+		conditionReason(u, route.ConditionType), condition(u, route.ConditionType)["message"])
+	sc.readXDS(t, "scenario-5g-down", func(d xdsDump) string {
+		if r, _ := d.modelRoute(serving); r == nil {
+			return fmt.Sprintf("the serving model %q has no route", serving)
+		}
+		if r, _ := d.modelRoute(model); r != nil {
+			t.Fatalf("Envoy is told to route %q while AI Gateway is stopped: %v", model, r)
+		}
+		return ""
+	})
+
+	c.startAIGateway(sc.ctx, s.up, s.up.aigwImage)
+	running = true
+	started := time.Now()
+	sc.eventually(t, waitRoute, "the new ModelRoute RoutingReady=True once AI Gateway runs again", func(ctx context.Context) string {
+		u, err := sc.get(ctx, gvrModelRoute, teamControlNS, downRoute)
+		if err != nil {
+			return err.Error()
+		}
+		return wantCondition(u, route.ConditionType, "True")
+	})
+	t.Logf("scenario 5g: RoutingReady=True %s after AI Gateway started again", time.Since(started).Round(100*time.Millisecond))
+	sc.readXDS(t, "scenario-5g-up", all(
+		checkFailover(model, []int64{0}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		func(d xdsDump) string {
+			if r, _ := d.modelRoute(serving); r == nil {
+				return fmt.Sprintf("the serving model %q has no route", serving)
+			}
+			return ""
+		},
+	))
+
+	// Leave the control plane as scenario 6 expects it: one ModelRoute.
+	must(t, c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, downRoute, metav1.DeleteOptions{}))
+	sc.eventually(t, waitRoute, "the ModelRoute "+downRoute+" gone", func(ctx context.Context) string {
+		if _, err := sc.get(ctx, gvrModelRoute, teamControlNS, downRoute); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("still there (%v)", err)
+		}
+		return ""
+	})
+}
+
+// plainRoute is a ModelRoute of one in-cluster backend at hostname,
+// without a key.
+func plainRoute(name, hostname string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelRoute",
+		"metadata": map[string]any{"name": name, "namespace": teamControlNS},
+		"spec": map[string]any{
+			"gatewayName": gatewayXRName,
+			"backends": []any{map[string]any{
+				"name":     "local",
+				"endpoint": map[string]any{"hostname": hostname, "port": int64(8000), "tls": false},
+				"schema":   map[string]any{"name": "OpenAI"},
+			}},
+		},
+	}}
+}
