@@ -16,7 +16,7 @@ import (
 // it; past it the cache starts again empty. Go's default GOGC of 100 lets
 // the heap grow to twice what is live before a collection, so at the peak
 // the cache may take twice this: a quarter of the 512Mi memory limit the
-// README's deployment example sets, the rest left to the requests in
+// runtime config of deploy/control-plane/function.yaml sets, the rest left to the requests in
 // flight.
 const maxCachedHeap = 64 << 20
 

@@ -257,7 +257,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // internal/xds/translator/route.go), so each retry tries the next tier.
 // Only the listed triggers and status codes retry. Passive health checks
 // eject failing backends; the panic threshold decides what happens when a
-// tier is ejected and no healthy tier is left (README, "Failover").
+// tier is ejected and no healthy tier is left (docs/failover.md).
 func (b builder) failoverPolicy() *remote.Object {
 	return policy(b, "BackendTrafficPolicy", names.FailoverPolicy(b.in.GatewayName), &egv1a1.BackendTrafficPolicySpec{
 		PolicyTargetReferences: b.gatewayTarget(),

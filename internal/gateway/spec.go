@@ -72,7 +72,7 @@ const (
 	// tier. With a healthy lower tier it never applies (Envoy spills over
 	// by priority health first); it matters for a route whose every tier
 	// is ejected, where 0 would answer "no healthy upstream" for the whole
-	// ejection time. See the README's failover section.
+	// ejection time. See docs/failover.md.
 	DefaultPanicThreshold int32 = 50
 )
 

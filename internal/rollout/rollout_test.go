@@ -70,7 +70,7 @@ func asProviderV13Sees(t testing.TB, o any) map[string]any {
 
 var hash = map[string]string{"aigateway.envoyproxy.io/extproc-config-hash": "3f1c"}
 
-// Cases is the table of Deployment states, shared with the README's account
+// Cases is the table of Deployment states, shared with docs/readiness.md's account
 // of the rule.
 var cases = map[string]struct {
 	reason string

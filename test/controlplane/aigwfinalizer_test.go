@@ -149,7 +149,7 @@ func finalizerLostLine(log string, gvr schema.GroupVersionResource, ns, name str
 	return found
 }
 
-// operatorPatch is the JSON patch README.md gives operators: it removes
+// operatorPatch is the JSON patch docs/limits.md gives operators: it removes
 // only AI Gateway's finalizer, and only if it is still at that index.
 func operatorPatch(index int) []byte {
 	return fmt.Appendf(nil, `[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`,
@@ -173,7 +173,7 @@ func remoteOf(o *unstructured.Unstructured, def string) (kind, ns, name string) 
 // releaseLostFinalizers looks, for each Object left, at its object on the
 // gateway cluster (the same API server). Each one AI Gateway's lost
 // finalizer removal holds (classifyLost) is logged as upstream, with the
-// evidence, and gets the operator's workaround of README.md: a JSON patch
+// evidence, and gets the operator's workaround of docs/limits.md: a JSON patch
 // that removes only AI Gateway's finalizer. It returns what it saw of each
 // remote object, by Object name, for the failure message, and counts the
 // workarounds in sc.lostFinalizers.
@@ -212,7 +212,7 @@ func (sc *scenarios) releaseLostFinalizers(ctx context.Context, t *testing.T, le
 			continue
 		}
 		t.Logf("UPSTREAM %s: %s %s/%s has been deleting since %s and still carries %s at index %d; AI Gateway logged (%s):\n  %s\n"+
-			"  applying the operator's workaround of README.md: a JSON patch removing only that finalizer",
+			"  applying the operator's workaround of docs/limits.md: a JSON patch removing only that finalizer",
 			upstreamFinalizerIssue, kind, ns, name, lost.deleting.UTC().Format(time.RFC3339), aiGatewayFinalizer, lost.index, up.aigw.log, lost.logLine)
 		if _, err := sc.c.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, operatorPatch(lost.index), metav1.PatchOptions{}); err != nil {
 			// The finalizers changed under the patch; the next poll looks again.

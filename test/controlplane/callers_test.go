@@ -99,7 +99,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	// gives carol bob's key: Envoy Gateway rejects the whole policy, and
 	// GatewayReady says so in its words. (Deleting the copy instead would
 	// show the same, but the provider's re-create stores the copied keys in
-	// the Object's spec: the README's known gap.) Touching the control-plane
+	// the Object's spec: the known gap docs/limits.md names.) Touching the control-plane
 	// Secret makes the provider apply the copy again, forcing its fields
 	// back (its version annotation changes).
 	_, err := c.dyn.Resource(gvrSecret).Namespace(gatewayNS).Patch(sc.ctx, copyName2, types.MergePatchType,
