@@ -15,9 +15,9 @@ import (
 // maxCachedHeap bounds the heap a structCache holds, as heapBytes estimates
 // it; past it the cache starts again empty. Go's default GOGC of 100 lets
 // the heap grow to twice what is live before a collection, so at the peak
-// the cache may take twice this: a quarter of the 512Mi memory limit the
-// runtime config of deploy/control-plane/function.yaml sets, the rest left to the requests in
-// flight.
+// the cache may take twice this: a quarter of the 512Mi memory limit that
+// deploy/control-plane/function.yaml's runtime config sets, the rest left
+// to the requests in flight.
 const maxCachedHeap = 64 << 20
 
 // structCache remembers the Struct built for each JSON encoding. A
