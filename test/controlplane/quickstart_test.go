@@ -162,11 +162,25 @@ func TestQuickStart(t *testing.T) {
 			t.Errorf("step 5 printed no %q:\n%s", want, out)
 		}
 	}
-	for _, line := range strings.Split(out, "\n") {
+	// kubectl get's printer columns, from the XRDs: each table's header,
+	// then its row.
+	ready := map[string]string{}
+	var header []string
+	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) > 1 && (f[0] == gatewayXRName || f[0] == routeName) && f[1] != "True" {
-			t.Errorf("step 5: kubectl get printed %q, want the readiness column True", line)
+		switch {
+		case len(f) > 0 && f[0] == "NAME":
+			header = f
+		case len(f) == len(header) && (f[0] == gatewayXRName || f[0] == routeName):
+			for i, h := range header {
+				if h == "GATEWAY-READY" || h == "ROUTING-READY" {
+					ready[h] = f[i]
+				}
+			}
 		}
+	}
+	if want := map[string]string{"GATEWAY-READY": "True", "ROUTING-READY": "True"}; !cmp.Equal(ready, want) {
+		t.Errorf("step 5: kubectl get printed the readiness columns %v, want %v:\n%s", ready, want, out)
 	}
 
 	// Step 6: the calls, and what Envoy is told about them.

@@ -414,6 +414,27 @@ func (d xdsDump) routes() []map[string]any {
 
 // modelRoutes are the routes that match a model (x-ai-eg-model), which
 // AI Gateway generates from each AIGatewayRoute's rules.
+// servesModels reports whether the route configuration named rc has a
+// route that matches a model.
+func (d xdsDump) servesModels(rc string) bool {
+	for _, c := range d["routes"] {
+		if c["name"] != rc {
+			continue
+		}
+		vhs, _ := c["virtual_hosts"].([]any)
+		for _, vh := range vhs {
+			rs, _ := vh.(map[string]any)["routes"].([]any)
+			for _, r := range rs {
+				hs, _, _ := unstructured.NestedSlice(r.(map[string]any), "match", "headers")
+				if slices.ContainsFunc(hs, func(h any) bool { return h.(map[string]any)["name"] == names.ModelHeader }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 func (d xdsDump) modelRoutes() []map[string]any {
 	var out []map[string]any
 	for _, r := range d.routes() {
@@ -628,7 +649,10 @@ func checkCallerAuth(clients []string) func(xdsDump) string {
 	want := slices.Sorted(slices.Values(clients))
 	return func(d xdsDump) string {
 		for _, h := range d.hcms() {
-			if h.filterIndex(apiKeyAuthFilter) < 0 {
+			// Only a listener with model routes needs the filter: with
+			// TLS, the http listener serves /healthz and the redirect.
+			rc, _, _ := unstructured.NestedString(h.config, "rds", "route_config_name")
+			if h.filterIndex(apiKeyAuthFilter) < 0 && d.servesModels(rc) {
 				return fmt.Sprintf("listener %s: no %s filter", h.listener, apiKeyAuthFilter)
 			}
 		}
