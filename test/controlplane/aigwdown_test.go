@@ -112,6 +112,23 @@ func (sc *scenarios) aiGatewayDown(t *testing.T) {
 	))
 
 	// Leave the control plane as scenario 6 expects it: one ModelRoute.
+	// What goes with it is named one by one, so that nothing of the
+	// other route may go.
+	allow := []allowance{{reason: "scenario 5g deletes its ModelRoute", resource: "modelroutes", namespace: teamControlNS, name: downRoute}}
+	objs, err := c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + downRoute})
+	must(t, err)
+	for _, o := range objs.Items {
+		allow = append(allow, allowance{reason: "scenario 5g's ModelRoute's Objects go with it", resource: "objects", namespace: teamControlNS, name: o.GetName()})
+	}
+	for _, r := range []struct{ resource, name string }{
+		{"aigatewayroutes", downRoute}, {"httproutes", downRoute},
+		{"backends", downRoute + "-local"}, {"aiservicebackends", downRoute + "-local"},
+	} {
+		allow = append(allow, allowance{reason: "scenario 5g's ModelRoute's objects on the gateway cluster go with it", resource: r.resource, namespace: sc.w.teamNS, name: r.name})
+	}
+	for _, a := range allow {
+		sc.w.allow(a)
+	}
 	must(t, c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, downRoute, metav1.DeleteOptions{}))
 	sc.eventually(t, waitRoute, "the ModelRoute "+downRoute+" gone", func(ctx context.Context) string {
 		if _, err := sc.get(ctx, gvrModelRoute, teamControlNS, downRoute); !apierrors.IsNotFound(err) {
