@@ -130,7 +130,13 @@ func TestQuickStart(t *testing.T) {
 			case "sh":
 				r.run(t, fmt.Sprintf("step %d, block %d", n, i+1), b.text, nil)
 			case "yaml":
-				r.run(t, fmt.Sprintf("step %d, block %d", n, i+1), "kubectl apply -f -", []byte(b.text))
+				// kubectl warns of a field the schema does not know, and
+				// the API server drops it: a README typo would pass
+				// unseen.
+				what := fmt.Sprintf("step %d, block %d", n, i+1)
+				if out := r.run(t, what, "kubectl apply -f -", []byte(b.text)); strings.Contains(out, "Warning:") {
+					t.Errorf("the Quick start's %s: kubectl warned:\n%s", what, out)
+				}
 			}
 		}
 		if n == 3 {
