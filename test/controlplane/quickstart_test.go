@@ -223,7 +223,7 @@ func TestQuickStart(t *testing.T) {
 	py := steps[6][1].text
 	for what, want := range map[string]string{"base_url": base, "model": model} {
 		m := regexp.MustCompile(what + `="([^"]*)"`).FindStringSubmatch(py)
-		if m == nil || m[1] != want {
+		if len(m) < 2 || m[1] != want {
 			t.Errorf("step 6's Python sets %s to %v, want %q", what, m, want)
 		}
 	}
