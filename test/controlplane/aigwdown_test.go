@@ -112,30 +112,7 @@ func (sc *scenarios) aiGatewayDown(t *testing.T) {
 	))
 
 	// Leave the control plane as scenario 6 expects it: one ModelRoute.
-	// What goes with it is named one by one, so that nothing of the
-	// other route may go.
-	allow := []allowance{{reason: "scenario 5g deletes its ModelRoute", resource: "modelroutes", namespace: teamControlNS, name: downRoute}}
-	objs, err := c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + downRoute})
-	must(t, err)
-	for _, o := range objs.Items {
-		allow = append(allow, allowance{reason: "scenario 5g's ModelRoute's Objects go with it", resource: "objects", namespace: teamControlNS, name: o.GetName()})
-	}
-	for _, r := range []struct{ resource, name string }{
-		{"aigatewayroutes", downRoute}, {"httproutes", downRoute},
-		{"backends", downRoute + "-local"}, {"aiservicebackends", downRoute + "-local"},
-	} {
-		allow = append(allow, allowance{reason: "scenario 5g's ModelRoute's objects on the gateway cluster go with it", resource: r.resource, namespace: sc.w.teamNS, name: r.name})
-	}
-	for _, a := range allow {
-		sc.w.allow(a)
-	}
-	must(t, c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, downRoute, metav1.DeleteOptions{}))
-	sc.eventually(t, waitRoute, "the ModelRoute "+downRoute+" gone", func(ctx context.Context) string {
-		if _, err := sc.get(ctx, gvrModelRoute, teamControlNS, downRoute); !apierrors.IsNotFound(err) {
-			return fmt.Sprintf("still there (%v)", err)
-		}
-		return ""
-	})
+	sc.deleteRoute(t, downRoute, "scenario 5g deletes its ModelRoute")
 }
 
 // plainRoute is a ModelRoute of one in-cluster backend at hostname,
@@ -153,4 +130,40 @@ func plainRoute(name, hostname string) *unstructured.Unstructured {
 			}},
 		},
 	}}
+}
+
+// allowRouteDeletion permits, by name, the deletions a ModelRoute's own
+// deletion brings: the ModelRoute, its Objects, and its route, generated
+// HTTPRoute and plainRoute's backend on the gateway cluster, so that
+// nothing of another route may go.
+func (sc *scenarios) allowRouteDeletion(t *testing.T, name, why string) {
+	t.Helper()
+	allow := []allowance{{reason: why, resource: "modelroutes", namespace: teamControlNS, name: name}}
+	objs, err := sc.c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + name})
+	must(t, err)
+	for _, o := range objs.Items {
+		allow = append(allow, allowance{reason: why + ": its Objects go with it", resource: "objects", namespace: teamControlNS, name: o.GetName()})
+	}
+	for _, r := range []struct{ resource, name string }{
+		{"aigatewayroutes", name}, {"httproutes", name},
+		{"backends", name + "-local"}, {"aiservicebackends", name + "-local"},
+	} {
+		allow = append(allow, allowance{reason: why + ": its objects on the gateway cluster go with it", resource: r.resource, namespace: sc.w.teamNS, name: r.name})
+	}
+	for _, a := range allow {
+		sc.w.allow(a)
+	}
+}
+
+// deleteRoute deletes the ModelRoute name and waits until it is gone.
+func (sc *scenarios) deleteRoute(t *testing.T, name, why string) {
+	t.Helper()
+	sc.allowRouteDeletion(t, name, why)
+	must(t, sc.c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, name, metav1.DeleteOptions{}))
+	sc.eventually(t, waitRoute, "the ModelRoute "+name+" gone", func(ctx context.Context) string {
+		if _, err := sc.get(ctx, gvrModelRoute, teamControlNS, name); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("still there (%v)", err)
+		}
+		return ""
+	})
 }

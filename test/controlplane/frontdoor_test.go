@@ -138,6 +138,9 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 			}
 			return ""
 		})
+		if round == 1 {
+			sc.routeOnLostGateway(t)
+		}
 		// A few of the second gateway's reconciles: it must stay empty.
 		time.Sleep(5 * time.Second)
 		if l, err := sc.c.dyn.Resource(gvrObject).Namespace(objectNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + secondXRName}); err != nil || len(l.Items) > 0 {
