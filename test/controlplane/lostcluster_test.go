@@ -22,8 +22,8 @@ const lostRoute = "on-lost-gateway"
 // cluster's gateway-status ConfigMap disagree for good (the ConfigMap is
 // the winner's, True), and only a person's act ends that, so the route is
 // looked at again every 10 s (route.StuckGatewayRequeue), not every
-// second: over a minute of quiet, Crossplane calls the function for it at
-// most once per 10 s, give or take a watch event.
+// second: over a minute, Crossplane calls the function for it about once
+// per 10 s, give or take a few watch events.
 func (sc *scenarios) routeOnLostGateway(t *testing.T) {
 	t.Helper()
 	c := sc.c
@@ -54,9 +54,12 @@ func (sc *scenarios) routeOnLostGateway(t *testing.T) {
 	const window = 60 * time.Second
 	time.Sleep(window)
 	calls := c.functionCallTimes("ModelRoute", lostRoute, from, from.Add(window))
-	// 6 looks at 10 s, and one for a watch event or a TTL that straddles
-	// the window's start.
-	if limit := int(window/route.StuckGatewayRequeue) + 1; len(calls) > limit {
+	// Six looks at 10 s, and four for watch events: the route's Objects
+	// still change now and then (AI Gateway retries, with a growing
+	// back-off, the AIGatewayRoute whose parent Gateway is not on the
+	// cluster, and rewrites its status each time). A spin at 2 s would
+	// be thirty.
+	if limit := int(window/route.StuckGatewayRequeue) + 4; len(calls) > limit {
 		t.Errorf("Crossplane called the function %d times in %s for the ModelRoute on the lost gateway, want at most %d (every %s): %v",
 			len(calls), window, limit, route.StuckGatewayRequeue, calls)
 	}
