@@ -55,10 +55,10 @@ func (sc *scenarios) routeOnLostGateway(t *testing.T) {
 	time.Sleep(window)
 	calls := c.functionCallTimes("ModelRoute", lostRoute, from, from.Add(window))
 	// Six looks at 10 s, and four for watch events: the route's Objects
-	// still change now and then (AI Gateway retries, with a growing
-	// back-off, the AIGatewayRoute whose parent Gateway is not on the
-	// cluster, and rewrites its status each time). A spin at 2 s would
-	// be thirty.
+	// may still change now and then (its AIGatewayRoute names a parent
+	// Gateway that is not on the cluster, which AI Gateway retries with a
+	// growing back-off, writing its status each time). A spin at 2 s
+	// would be thirty.
 	if limit := int(window/route.StuckGatewayRequeue) + 4; len(calls) > limit {
 		t.Errorf("Crossplane called the function %d times in %s for the ModelRoute on the lost gateway, want at most %d (every %s): %v",
 			len(calls), window, limit, route.StuckGatewayRequeue, calls)
