@@ -502,11 +502,16 @@ type keyState struct {
 // A brand-new route waits the same way: its AIGatewayRoute is composed once
 // at least one backend is placed, and names only placed backends. AI
 // Gateway v1.0.0 cannot build the HTTPRoute of an AIGatewayRoute that names
-// an AIServiceBackend it cannot find, and retries it with controller-
-// runtime's exponential back-off (internal/controller/ai_gateway_route.go,
-// newHTTPRoute; sigs.k8s.io/controller-runtime's default rate limiter, up to
-// 1000 s), with no event from the AIServiceBackend's creation to cut the
-// wait short.
+// an AIServiceBackend it cannot find: the reconcile fails, writes
+// NotAccepted, and is retried with controller-runtime's exponential
+// back-off (internal/controller/ai_gateway_route.go, newHTTPRoute;
+// sigs.k8s.io/controller-runtime's default rate limiter, up to 1000 s).
+// The AIServiceBackend's own reconcile, once it exists, requeues the
+// routes that name it (internal/controller/ai_service_backend.go,
+// Reconcile), but every failed attempt before that is one more turn of
+// AI Gateway's single route worker (internal/controller/controller.go,
+// TypedControllerBuilderForCRD sets no MaxConcurrentReconciles, so
+// controller-runtime runs one), which a hundred new routes keep busy.
 func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
 	bs := backends{credentials: map[string]keyState{}}
 	placed := func(be Backend) bool {
