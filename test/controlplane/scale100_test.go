@@ -77,25 +77,14 @@ const hostedBackend = "hosted"
 // a key, and a hosted one, its fallback, with the API key in the Secret
 // named secret.
 func keyedRoute(name, hostname, secret string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelRoute",
-		"metadata": map[string]any{"name": name, "namespace": teamControlNS},
-		"spec": map[string]any{
-			"gatewayName": gatewayXRName,
-			"backends": []any{
-				map[string]any{
-					"name":     "local",
-					"endpoint": map[string]any{"hostname": hostname, "port": int64(8000), "tls": false},
-					"schema":   map[string]any{"name": "OpenAI"},
-				},
-				map[string]any{
-					"name":     hostedBackend,
-					"endpoint": map[string]any{"hostname": "openrouter.ai"},
-					"schema":   map[string]any{"name": "OpenAI", "prefix": "/api/v1"},
-					"priority": int64(1),
-					"apiKey":   map[string]any{"secretRef": map[string]any{"name": secret, "key": apiKeyField}},
-				},
-			},
-		},
-	}}
+	r := plainRoute(name, hostname)
+	spec := r.Object["spec"].(map[string]any)
+	spec["backends"] = append(spec["backends"].([]any), map[string]any{
+		"name":     hostedBackend,
+		"endpoint": map[string]any{"hostname": "openrouter.ai"},
+		"schema":   map[string]any{"name": "OpenAI", "prefix": "/api/v1"},
+		"priority": int64(1),
+		"apiKey":   map[string]any{"secretRef": map[string]any{"name": secret, "key": apiKeyField}},
+	})
+	return r
 }
