@@ -108,4 +108,8 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 )
 
+// cert-manager v1.21.2 requires Gateway API v1.6.0; the function composes
+// for Envoy Gateway v1.8.1, which serves Gateway API v1.5.1, and the render
+// tests validate against v1.5.1's CRDs. cert-manager's certmanager/v1 types
+// build against v1.5.1.
 replace sigs.k8s.io/gateway-api => sigs.k8s.io/gateway-api v1.5.1

@@ -408,6 +408,13 @@ func (s *Spec) implied() map[string]bool {
 	for _, n := range Resources {
 		out[n] = true
 	}
+	if c := s.clientCert(); c != nil {
+		out[ResourceClientCertificate] = true
+		if c.CASecretRef != nil {
+			out[ResourceClientCASecret] = true
+			out[ResourceClientIssuer] = true
+		}
+	}
 	if s.tlsEnabled() {
 		out[ResourceRedirectRoute] = true
 		for _, r := range s.TLS.CertificateRefs {
