@@ -4,6 +4,7 @@ go 1.26.4
 
 require (
 	github.com/alecthomas/kong v1.17.0
+	github.com/cert-manager/cert-manager v1.21.2
 	github.com/crossplane/function-sdk-go v0.7.1
 	github.com/envoyproxy/ai-gateway v1.0.0
 	github.com/envoyproxy/gateway v1.8.1
@@ -31,7 +32,6 @@ require (
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
-	github.com/cert-manager/cert-manager v1.21.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/crossplane/crossplane-runtime/v2 v2.3.1 // indirect
 	github.com/crossplane/crossplane/apis/v2 v2.3.1 // indirect
