@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
 // Client-certificate fixtures: a gateway whose client certificate comes
@@ -53,6 +55,12 @@ func envoyProxyClientCert(m obj) any {
 
 var clientCertRef = obj{"clientCertificateRef": obj{"name": "inference-gateway-client-certificate"}}
 
+// Readiness of a desired resource, as the response spells it.
+var (
+	isReady  = fnv1.Ready_READY_TRUE.String()
+	notReady = fnv1.Ready_READY_FALSE.String()
+)
+
 // TestClientCertificateReadiness covers GatewayReady while the gateway
 // waits for its first client certificate, and keeps it through a renewal.
 func TestClientCertificateReadiness(t *testing.T) {
@@ -73,37 +81,56 @@ func TestClientCertificateReadiness(t *testing.T) {
 		backendTLS any
 		// notice is a part of a Normal result.
 		notice string
+		// certReady is the desired Certificate's readiness.
+		certReady string
 	}{
 		"NotObserved": {
 			reason:     "The Certificate has not been observed: GatewayReady waits, and the EnvoyProxy names no Secret yet.",
 			observed:   withCert(nil),
 			wantReason: "ClientCertificateNotReady", message: `the client Certificate "inference-gateway-client-certificate" has not been observed on the gateway cluster yet`,
+			certReady: notReady,
 		},
 		"Issuing": {
 			reason:     "cert-manager has not issued the first certificate: its words are quoted.",
 			observed:   withCert(certificateManifest(cond("Ready", false, "DoesNotExist", "Issuing certificate as Secret does not exist"), 0, "")),
 			wantReason: "ClientCertificateNotReady", message: `cert-manager has not issued the client Certificate "inference-gateway-client-certificate" yet (Ready=False, DoesNotExist: "Issuing certificate as Secret does not exist")`,
+			certReady: notReady,
 		},
 		"Issued": {
 			reason:     "The first certificate is issued: Serving, and the EnvoyProxy presents it.",
 			observed:   withCert(certificateManifest(cond("Ready", true, "Ready", "Certificate is up to date and has not expired"), 1, "2099-01-01T00:00:00Z")),
-			wantReason: "Serving", backendTLS: clientCertRef,
+			wantReason: "Serving", backendTLS: clientCertRef, certReady: isReady,
 		},
 		"Renewing": {
 			reason:     "A renewal in flight (Ready False, issued before, not expired) holds nothing.",
 			observed:   withCert(certificateManifest(cond("Ready", false, "Issuing", "Renewing certificate as renewal was scheduled at 2098-12-01"), 3, "2099-01-01T00:00:00Z")),
-			wantReason: "Serving", backendTLS: clientCertRef,
+			wantReason: "Serving", backendTLS: clientCertRef, certReady: isReady,
 			notice: `cert-manager is renewing the client Certificate "inference-gateway-client-certificate"`,
 		},
 		"Expired": {
 			reason:     "The certificate issued before has expired and was not renewed: GatewayReady is False.",
 			observed:   withCert(certificateManifest(cond("Ready", false, "Expired", "Certificate expired on 2020-01-01"), 2, "2020-01-01T00:00:00Z")),
 			wantReason: "ClientCertificateNotReady", message: "has expired and cert-manager has not renewed it",
+			certReady: notReady,
+		},
+		"ExpiredWhilePresented": {
+			reason: "The certificate the EnvoyProxy presents has expired: GatewayReady is False, and the EnvoyProxy keeps naming its Secret, " +
+				"into which cert-manager renews, so that nothing flaps.",
+			observed: func() map[string]obj {
+				o := withCert(certificateManifest(cond("Ready", false, "Expired", "Certificate expired on 2020-01-01"), 2, "2020-01-01T00:00:00Z"))
+				o["envoy-proxy"]["spec"].(obj)["forProvider"] = obj{"manifest": obj{"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy", "spec": obj{"backendTLS": clientCertRef}}}
+				return o
+			}(),
+			wantReason: "ClientCertificateNotReady", message: "has expired and cert-manager has not renewed it",
+			backendTLS: clientCertRef, certReady: notReady,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rsp := run(t, newRequest(t, gatewayXR(issuerClientCertSpec), tc.observed, nil))
+			if d := rsp.GetDesired().GetResources()["client-certificate"]; d.GetReady().String() != tc.certReady {
+				t.Errorf("%s\nclient-certificate is %s, want %s", tc.reason, d.GetReady(), tc.certReady)
+			}
 			c := condition(rsp, "GatewayReady")
 			if c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.message) {
 				t.Errorf("%s\nGatewayReady is %s: %q, want %s containing %q", tc.reason, c.GetReason(), c.GetMessage(), tc.wantReason, tc.message)

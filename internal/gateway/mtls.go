@@ -176,8 +176,9 @@ func (b builder) observeCertificate(req compose.Request, out *clientCert) error 
 		out.issued = true
 		out.notice = fmt.Sprintf("cert-manager is renewing the client Certificate %q (%s); Envoy presents the certificate issued before, valid until %s, until the new one is in its Secret", name, quoteCondition(ready), st.NotAfter.UTC().Format(time.RFC3339))
 	default:
-		// Expired, or never issued: nothing to present.
-		out.issued = out.issued && serving
+		// Expired, or never issued. An EnvoyProxy that names the Secret
+		// keeps naming it (issued stays as read above): the Secret is
+		// still there, and cert-manager renews into it.
 		out.problem = fmt.Sprintf("cert-manager has not issued the client Certificate %q yet (%s)", name, quoteCondition(ready))
 		if st.Revision != nil && *st.Revision > 0 {
 			out.problem = fmt.Sprintf("the client Certificate %q has expired and cert-manager has not renewed it (%s)", name, quoteCondition(ready))
@@ -242,7 +243,7 @@ func (b builder) composeClientCert(c *clientCert, obs map[string]remote.Observed
 		return
 	}
 	spec := b.spec.clientCert()
-	res[ResourceClientCertificate] = compose.Desired{Object: b.certificate(spec), Ready: c.issued}
+	res[ResourceClientCertificate] = compose.Desired{Object: b.certificate(spec), Ready: c.issued && c.problem == ""}
 	if c.ca == nil {
 		return
 	}
