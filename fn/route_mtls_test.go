@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -52,9 +53,7 @@ func mtlsObserved(ca obj) map[string]obj {
 	for _, n := range []string{"backend-a", "aibackend-a", "credential-a", "credpolicy-a"} {
 		delete(o, n)
 	}
-	for k, v := range placed("m") {
-		o[k] = v
-	}
+	maps.Copy(o, placed("m"))
 	if ca != nil {
 		o["ca-m"] = ca
 	}
@@ -131,9 +130,7 @@ func TestModelRouteMTLS(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := map[string][]obj{"gateway": tc.gateway}
-			for k, v := range tc.required {
-				req[k] = v
-			}
+			maps.Copy(req, tc.required)
 			rsp := run(t, newRequest(t, routeXR(tc.backend, backend("b", 0, 1, "")), tc.observed, req))
 			if c := summarize(rsp).Conditions[0]; c != tc.want.condition {
 				t.Errorf("%s\nRoutingReady: want %s, got %s (%s)", tc.reason, tc.want.condition, c, condition(rsp, "RoutingReady").GetMessage())

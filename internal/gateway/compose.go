@@ -41,10 +41,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
-	cc, err := b.readClientCert(req)
-	if err != nil {
-		return nil, err
-	}
+	cc := b.readClientCert(req)
 	ev, err := b.observe(req.Observed, rule, secrets, cc, callers, recordedMarker(req.Composite), req.Now)
 	if err != nil {
 		return nil, err
@@ -62,8 +59,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
-		Warnings:     ev.authWarnings,
-		Requirements: b.tlsRequirements(),
+		Warnings:     append(ev.authWarnings, ev.clientCertWarnings...),
+		Requirements: b.secretRequirements(),
 		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
 	}
 	// While it takes the cluster over, it keeps asking for the previous
@@ -71,10 +68,6 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	// it found them gone.
 	maps.Copy(res.Requirements, cl.requirements(req.Input.ObjectNamespace, apiVersion))
 	maps.Copy(res.Requirements, b.callerRequirements())
-	maps.Copy(res.Requirements, b.clientCertRequirements())
-	if cc != nil && cc.warning != "" {
-		res.Warnings = append(res.Warnings, cc.warning)
-	}
 	if b.in.ProviderSanitizesSecrets {
 		// Ready once seen, or once it no longer matters: it is evidence
 		// only for the function's own marker.

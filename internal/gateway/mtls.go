@@ -30,8 +30,8 @@ const (
 	ResourceClientIssuer      = "client-issuer"
 )
 
-// ReasonClientCertificateNotReady: spec.backendTLS.clientCertificate is set
-// and cert-manager has not issued the first certificate yet, or the
+// ReasonClientCertificateNotReady says that spec.backendTLS.clientCertificate
+// is set and cert-manager has not issued the first certificate yet, or the
 // caSecretRef Secret is missing, incomplete or not on the gateway cluster
 // yet, so no backend that requires the certificate can be reached.
 const ReasonClientCertificateNotReady = "ClientCertificateNotReady"
@@ -70,9 +70,6 @@ type clientCert struct {
 	// problem holds GatewayReady while the first certificate is missing;
 	// notice says a renewal is under way.
 	problem, notice string
-	// warning names a caSecretRef Secret gone after the first certificate:
-	// the certificate serves, but cannot be renewed.
-	warning string
 }
 
 // clientCertRequirements asks for the caSecretRef Secret by name in the
@@ -86,13 +83,12 @@ func (b builder) clientCertRequirements() map[string]compose.Requirement {
 }
 
 // readClientCert reads the caSecretRef Secret from the required resources,
-// as readTLSSecrets reads a TLS Secret, and the Certificate from its
-// observed Object. The CA's key is read only to check that it is there and
+// as readTLSSecrets reads a TLS Secret. The CA's key is read only to check that it is there and
 // is its certificate's; only provider-kubernetes copies it.
-func (b builder) readClientCert(req compose.Request) (*clientCert, error) {
+func (b builder) readClientCert(req compose.Request) *clientCert {
 	c := b.spec.clientCert()
 	if c == nil {
-		return nil, nil
+		return nil
 	}
 	out := &clientCert{}
 	if r := c.CASecretRef; r != nil {
@@ -122,7 +118,7 @@ func (b builder) readClientCert(req compose.Request) (*clientCert, error) {
 		}
 		out.ca = s
 	}
-	return out, b.observeCertificate(req, out)
+	return out
 }
 
 // certificateStatus is the part of a cert-manager Certificate's status the
@@ -143,15 +139,15 @@ type certificateStatus struct {
 // (internal/controller/certificates/issuing), so Envoy keeps the old one
 // until then. Envoy Gateway watches the Secret and hands a new one to Envoy
 // over SDS without a restart.
-func (b builder) observeCertificate(req compose.Request, out *clientCert) error {
+func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientCert, now time.Time) error {
 	name := ClientCertificateSecret(b.in.GatewayName)
 	// Once the EnvoyProxy names the Secret it keeps naming it: taking it
 	// away would make every backend that requires it fail.
-	if ep, ok := req.Observed[resourceEnvoyProxy]; ok {
+	if ep, ok := obs[resourceEnvoyProxy]; ok {
 		ref, _, _ := unstructured.NestedString(ep.Applied(), "spec", "backendTLS", "clientCertificateRef", "name")
 		out.issued = ref == name
 	}
-	o, ok := req.Observed[ResourceClientCertificate]
+	o, ok := obs[ResourceClientCertificate]
 	if !ok || !o.Live() {
 		if !out.issued {
 			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, syncNote(o, ok))
@@ -162,13 +158,9 @@ func (b builder) observeCertificate(req compose.Request, out *clientCert) error 
 	if err := decode.Into("the observed Certificate", "status", o.Manifest()["status"], &st); err != nil {
 		return errors.Wrapf(err, "cannot read the observed Certificate %q", name)
 	}
-	var ready *cmv1.CertificateCondition
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == cmv1.CertificateConditionReady {
-			ready = &st.Conditions[i]
-		}
-	}
-	serving := st.Revision != nil && *st.Revision > 0 && st.NotAfter != nil && st.NotAfter.After(req.Now)
+	ready := readyCondition(st.Conditions)
+	issuedOnce := st.Revision != nil && *st.Revision > 0
+	serving := issuedOnce && st.NotAfter != nil && st.NotAfter.After(now)
 	switch {
 	case ready != nil && ready.Status == cmmeta.ConditionTrue:
 		out.issued = true
@@ -180,8 +172,18 @@ func (b builder) observeCertificate(req compose.Request, out *clientCert) error 
 		// keeps naming it (issued stays as read above): the Secret is
 		// still there, and cert-manager renews into it.
 		out.problem = fmt.Sprintf("cert-manager has not issued the client Certificate %q yet (%s)", name, quoteCondition(ready))
-		if st.Revision != nil && *st.Revision > 0 {
+		if issuedOnce {
 			out.problem = fmt.Sprintf("the client Certificate %q has expired and cert-manager has not renewed it (%s)", name, quoteCondition(ready))
+		}
+	}
+	return nil
+}
+
+// readyCondition is the Certificate's Ready condition, or nil.
+func readyCondition(conds []cmv1.CertificateCondition) *cmv1.CertificateCondition {
+	for i := range conds {
+		if conds[i].Type == cmv1.CertificateConditionReady {
+			return &conds[i]
 		}
 	}
 	return nil
@@ -203,9 +205,12 @@ func quoteCondition(c *cmv1.CertificateCondition) string {
 // certificate is not issued: a backend that requires it cannot be reached.
 // A CA Secret that goes missing afterwards holds nothing (the certificate
 // issued serves), but its renewal will fail: a Warning says so.
-func (b builder) observeClientCert(e *evidence, c *clientCert) {
+func (b builder) observeClientCert(e *evidence, obs map[string]remote.Observed, c *clientCert, now time.Time) error {
 	if c == nil {
-		return
+		return nil
+	}
+	if err := b.observeCertificate(obs, c, now); err != nil {
+		return err
 	}
 	if s := c.ca; s != nil {
 		var why string
@@ -220,9 +225,9 @@ func (b builder) observeClientCert(e *evidence, c *clientCert) {
 		switch {
 		case why != "" && !c.issued:
 			e.problems.Add(ReasonClientCertificateNotReady, why)
-			return
+			return nil
 		case s.problem != "":
-			c.warning = s.problem + "; the client certificate issued before serves, but cert-manager cannot renew it"
+			e.clientCertWarnings = append(e.clientCertWarnings, s.problem+"; the client certificate issued before serves, but cert-manager cannot renew it")
 		}
 	}
 	if c.problem != "" {
@@ -232,6 +237,7 @@ func (b builder) observeClientCert(e *evidence, c *clientCert) {
 		e.notices = append(e.notices, c.notice)
 	}
 	e.backendTLS = b.envoyProxyBackendTLS(c)
+	return nil
 }
 
 // composeClientCert adds the Certificate and, with a caSecretRef, the CA's

@@ -117,6 +117,8 @@ type evidence struct {
 	// backendTLS is the EnvoyProxy's client certificate for backends, once
 	// there is one to present.
 	backendTLS *egv1a1.BackendTLSConfig
+	// clientCertWarnings say the client certificate cannot be renewed.
+	clientCertWarnings []string
 }
 
 // filterConfigEvidence is what the function knows of AI Gateway's
@@ -140,7 +142,9 @@ func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, sec
 	e := &evidence{}
 	b.observeFilterConfig(e, obs)
 	b.observeTLS(e, secrets)
-	b.observeClientCert(e, cc)
+	if err := b.observeClientCert(e, obs, cc, now); err != nil {
+		return nil, err
+	}
 	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy, b.observeCallerAuth(c)} {
 		if err := check(e, obs); err != nil {
 			return nil, err

@@ -498,20 +498,10 @@ func (s *Spec) validate() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
 	}
-	if err := s.validateConnection(); err != nil {
-		return err
-	}
-	if err := s.validateFailover(); err != nil {
-		return err
-	}
-	if err := s.validateEnvoy(); err != nil {
-		return err
-	}
-	if err := s.validateAuth(); err != nil {
-		return err
-	}
-	if err := s.validateBackendTLS(); err != nil {
-		return err
+	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if s.TLS != nil {
 		if s.Hostname == "" {

@@ -533,34 +533,13 @@ type keyState struct {
 // gateway cluster joins the route once it has.
 func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
 	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}}
-	placed := func(be Backend) bool {
-		if inRoute[names.Child(route, be.Name)] {
-			return true
-		}
-		for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
-			if o, ok := req.Observed[n]; !ok || !o.Live() {
-				return false
-			}
-		}
-		return true
-	}
+	placed := func(be Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
 	for _, be := range spec.Backends {
 		joined := inRoute[names.Child(route, be.Name)]
-		ca := readCA(req, be)
-		bs.cas[be.Name] = ca
-		if w := clientCertProblem(be, gwName, gw); w != "" {
-			bs.warnings = append(bs.warnings, w)
+		usable, caWaiting := bs.judgeTLS(req, be, joined, gwName, gw)
+		if !usable {
 			continue
 		}
-		if ca.problem != "" {
-			bs.warnings = append(bs.warnings, ca.problem)
-			continue
-		}
-		if be.caRef() != nil && !ca.present {
-			// Not fetched yet: Crossplane calls again with it.
-			continue
-		}
-		caWaiting := be.caRef() != nil && !ca.delivered && !joined
 		if be.APIKey == nil {
 			switch {
 			case caWaiting:
@@ -594,6 +573,20 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 		}
 	}
 	return bs
+}
+
+// isPlaced reports whether a backend is in the observed route, or its
+// Backend and AIServiceBackend are live on the gateway cluster.
+func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be Backend) bool {
+	if inRoute[names.Child(route, be.Name)] {
+		return true
+	}
+	for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
+		if o, ok := obs[n]; !ok || !o.Live() {
+			return false
+		}
+	}
+	return true
 }
 
 // observedBackendRefs names the backendRefs of the observed route: those

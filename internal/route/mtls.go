@@ -98,6 +98,29 @@ func readCA(req compose.Request, be Backend) caState {
 	return st
 }
 
+// judgeTLS records the backend's CA in bs, and reports whether the
+// backend's TLS lets it be used: not when it requires the gateway's client
+// certificate from a gateway without one, or its CA is missing (a Warning
+// each), or not fetched yet; and whether its CA, not in the route yet
+// (joined), is still on its way to the gateway cluster.
+func (bs *backends) judgeTLS(req compose.Request, be Backend, joined bool, gwName string, gw *gateway.RouteView) (usable, caWaiting bool) {
+	ca := readCA(req, be)
+	bs.cas[be.Name] = ca
+	if w := clientCertProblem(be, gwName, gw); w != "" {
+		bs.warnings = append(bs.warnings, w)
+		return false, false
+	}
+	if ca.problem != "" {
+		bs.warnings = append(bs.warnings, ca.problem)
+		return false, false
+	}
+	if be.caRef() == nil {
+		return true, false
+	}
+	// A CA not fetched yet: Crossplane calls again with it.
+	return ca.present, !ca.delivered && !joined
+}
+
 // clientCertProblem is the Warning of a backend that requires the
 // gateway's client certificate from a gateway that has none, or "".
 func clientCertProblem(be Backend, gwName string, gw *gateway.RouteView) string {
