@@ -1,12 +1,16 @@
 package fn
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
@@ -331,6 +335,52 @@ func TestClientCertificateSpecErrors(t *testing.T) {
 			}
 			if len(fatal) != 1 || !strings.Contains(fatal[0], tc.message) {
 				t.Errorf("results %v, want one Fatal containing %q", results(rsp), tc.message)
+			}
+		})
+	}
+}
+
+// TestClientCAKeyNeverLeaks runs the CA cases with a logger that records
+// everything at debug level, and checks that the CA's private key, raw or
+// base64, appears in no desired resource, the composite, a condition, a
+// result, a requirement or a log line.
+func TestClientCAKeyNeverLeaks(t *testing.T) {
+	crt, key := tlsPair(t)
+	_, otherKey := tlsPair(t)
+	rolled := observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true)
+	delivered := observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true)
+	delivered["client-ca-secret"] = withReferences(object("client-ca-secret", plainManifest("Secret"), true, true))
+	delivered["client-certificate"] = object("client-certificate", certificateManifest(cond("Ready", true, "Ready", ""), 1, "2099-01-01T00:00:00Z"), true, true)
+	reqs := map[string]*fnv1.RunFunctionRequest{
+		"FirstCopy":   newRequest(t, gatewayXR(caClientCertSpec), rolled, map[string][]obj{"client-ca-secret": {clientCASecret(crt, key)}}),
+		"Delivered":   newRequest(t, gatewayXR(caClientCertSpec), delivered, map[string][]obj{"client-ca-secret": {clientCASecret(crt, key)}}),
+		"KeyMismatch": newRequest(t, gatewayXR(caClientCertSpec), delivered, map[string][]obj{"client-ca-secret": {clientCASecret(crt, otherKey)}}),
+		"Fatal": newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "backendTLS": obj{"clientCertificate": obj{"caSecretRef": obj{"name": "gateway-client-ca"}, "duration": "1m"}}}),
+			rolled, map[string][]obj{"client-ca-secret": {clientCASecret(crt, key)}}),
+	}
+	secrets := []string{string(key), string(otherKey), base64.StdEncoding.EncodeToString(key), base64.StdEncoding.EncodeToString(otherKey)}
+	for name, req := range reqs {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := logging.NewLogrLogger(funcr.New(func(prefix, args string) { logs.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 10}))
+			rsp, err := New(log).RunFunction(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := protojson.Marshal(rsp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if logs.Len() == 0 {
+				t.Fatal("the logger recorded nothing; the log check would prove nothing")
+			}
+			for _, k := range secrets {
+				if bytes.Contains(out, []byte(k)) {
+					t.Errorf("the CA's key leaked into the response: %s", out)
+				}
+				if strings.Contains(logs.String(), k) {
+					t.Errorf("the CA's key leaked into the logs: %s", logs.String())
+				}
 			}
 		})
 	}
