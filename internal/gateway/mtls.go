@@ -137,8 +137,10 @@ type certificateStatus struct {
 // issued and has not expired serves while it renews: cert-manager writes
 // the new certificate into the same Secret only once it has it
 // (internal/controller/certificates/issuing), so Envoy keeps the old one
-// until then. Envoy Gateway watches the Secret and hands a new one to Envoy
-// over SDS without a restart.
+// until then. Envoy Gateway gives Envoy the client certificate as an SDS
+// secret over its xDS stream (gateway v1.8.1 internal/xds/translator/
+// translator.go, buildXdsUpstreamTLSSocketWthCert), so a renewed one
+// replaces it without touching the clusters or the pods.
 func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientCert, now time.Time) error {
 	name := ClientCertificateSecret(b.in.GatewayName)
 	// Once the EnvoyProxy names the Secret it keeps naming it: taking it
