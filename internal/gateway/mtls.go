@@ -130,14 +130,13 @@ type certificateStatus struct {
 }
 
 // observeCertificate judges the Certificate. cert-manager sets Ready=True
-// once the Secret holds a certificate that is valid and matches the spec,
-// and status.revision once it has issued one (cert-manager v1.21.2
-// pkg/apis/certmanager/v1/types_certificate.go, CertificateStatus.Revision;
-// internal/controller/certificates/readiness). A Certificate that has been
-// issued and has not expired serves while it renews: cert-manager writes
-// the new certificate into the same Secret only once it has it
-// (internal/controller/certificates/issuing), so Envoy keeps the old one
-// until then. Envoy Gateway gives Envoy the client certificate as an SDS
+// once the Secret holds a certificate that is valid and matches the spec
+// (cert-manager v1.21.2 pkg/controller/certificates/readiness), and
+// status.revision each time it writes one into the Secret
+// (pkg/controller/certificates/issuing, issueCertificate). A Certificate
+// that has been issued and has not expired serves while it renews: the
+// Secret keeps the certificate issued before until issueCertificate
+// replaces it. Envoy Gateway gives Envoy the client certificate as an SDS
 // secret over its xDS stream (gateway v1.8.1 internal/xds/translator/
 // translator.go, buildXdsUpstreamTLSSocketWthCert), so a renewed one
 // replaces it without touching the clusters or the pods.
