@@ -83,8 +83,9 @@ func (b builder) clientCertRequirements() map[string]compose.Requirement {
 }
 
 // readClientCert reads the caSecretRef Secret from the required resources,
-// as readTLSSecrets reads a TLS Secret. The CA's key is read only to check that it is there and
-// is its certificate's; only provider-kubernetes copies it.
+// as readTLSSecrets reads a TLS Secret. The CA's key is read only to check
+// that it is there and is its certificate's; only provider-kubernetes
+// copies it.
 func (b builder) readClientCert(req compose.Request) *clientCert {
 	c := b.spec.clientCert()
 	if c == nil {
