@@ -41,7 +41,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
-	ev, err := b.observe(req.Observed, rule, secrets, callers, recordedMarker(req.Composite), req.Now)
+	cc := b.readClientCert(req)
+	ev, err := b.observe(req.Observed, rule, secrets, cc, callers, recordedMarker(req.Composite), req.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +51,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
 	st.ClusterGateway = cl.self.Name
+	st.BackendTLS = b.backendTLSStatus(cc)
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
@@ -57,8 +59,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
-		Warnings:     ev.authWarnings,
-		Requirements: b.tlsRequirements(),
+		Warnings:     append(ev.authWarnings, ev.clientCertWarnings...),
+		Requirements: b.secretRequirements(),
 		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
 	}
 	// While it takes the cluster over, it keeps asking for the previous
@@ -72,6 +74,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		res.Resources[resourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.filterConfig.seen || c.Status}
 	}
 	b.composeTLS(secrets, req.Observed, res.Resources)
+	b.composeClientCert(cc, req.Observed, res.Resources)
 	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
 	b.impliedCallers(callers, req.Observed, res.Implied)
 	if !spec.authEnabled() {
@@ -90,7 +93,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
 		resourceNamespace:       {Object: b.namespace(), Ready: ready(resourceNamespace)},
-		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value), Ready: ready(resourceEnvoyProxy)},
+		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value, ev.backendTLS), Ready: ready(resourceEnvoyProxy)},
 		resourceGateway:         {Object: b.gateway(), Ready: ev.address != "" && ev.listenersProgrammed},
 		resourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
 		resourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(resourceFailoverPolicy)},

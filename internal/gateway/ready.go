@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -113,6 +114,11 @@ type evidence struct {
 	// notices are Normal results: what is on its way without holding
 	// readiness.
 	notices []string
+	// backendTLS is the EnvoyProxy's client certificate for backends, once
+	// there is one to present.
+	backendTLS *egv1a1.BackendTLSConfig
+	// clientCertWarnings say the client certificate cannot be renewed.
+	clientCertWarnings []string
 }
 
 // filterConfigEvidence is what the function knows of AI Gateway's
@@ -132,10 +138,13 @@ type filterConfigEvidence struct {
 // It also decides on the function's own ext-proc marker (marker.go), whose
 // value composed before is carried, and whose settle time counts from the
 // first sight recorded in rec.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, c callers, rec *MarkerStatus, now time.Time) (*evidence, error) {
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, cc *clientCert, c callers, rec *MarkerStatus, now time.Time) (*evidence, error) {
 	e := &evidence{}
 	b.observeFilterConfig(e, obs)
 	b.observeTLS(e, secrets)
+	if err := b.observeClientCert(e, obs, cc, now); err != nil {
+		return nil, err
+	}
 	for _, check := range []func(*evidence, map[string]remote.Observed) error{b.observeGateway, b.observeAnchor, b.observeClientPolicy, b.observeCallerAuth(c)} {
 		if err := check(e, obs); err != nil {
 			return nil, err

@@ -118,7 +118,7 @@ func (b builder) namespace() *remote.Object {
 // and a JSON access log; and, once the function has written it, its own
 // ext-proc marker as a pod annotation, with the value it was first written
 // with (marker.go; empty: none).
-func (b builder) envoyProxy(marker string) *remote.Object {
+func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) *remote.Object {
 	pod := &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: b.spread()}
 	if marker != "" {
 		pod.Annotations = map[string]string{rollout.VerifiedMarker: marker}
@@ -145,8 +145,9 @@ func (b builder) envoyProxy(marker string) *remote.Object {
 					},
 				},
 			},
-			Shutdown:  &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.drainTimeout()))},
-			Telemetry: b.telemetry(),
+			Shutdown:   &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.drainTimeout()))},
+			Telemetry:  b.telemetry(),
+			BackendTLS: backendTLS,
 		},
 	})
 }

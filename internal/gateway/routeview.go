@@ -18,6 +18,10 @@ type RouteView struct {
 	// TLS: the gateway terminates TLS, so routes attach to its https
 	// listener (ListenerHTTPS) rather than its http one.
 	TLS bool
+
+	// ClientCertificate: the gateway has spec.backendTLS.clientCertificate,
+	// so Envoy presents a client certificate to backends that ask for one.
+	ClientCertificate bool
 }
 
 // ReadRouteView reads the fields of an InferenceGateway's spec that a
@@ -39,6 +43,13 @@ func ReadRouteView(xr map[string]any) (RouteView, error) {
 		v.TLS = true
 	default:
 		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.tls is a %T, but must be an object; fix spec.tls", tls)
+	}
+	switch bt := spec["backendTLS"].(type) {
+	case nil:
+	case map[string]any:
+		_, v.ClientCertificate = bt["clientCertificate"].(map[string]any)
+	default:
+		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.backendTLS is a %T, but must be an object; fix spec.backendTLS", bt)
 	}
 	return v, nil
 }

@@ -34,6 +34,16 @@ func TestReadRouteView(t *testing.T) {
 			spec:   map[string]any{"providerConfigName": "p", "replicas": -1.0, "hostname": "Not A Host", "failover": map[string]any{"numRetries": 99.0}, "unknown": "x"},
 			want:   RouteView{ProviderConfigName: "p"},
 		},
+		"ClientCertificate": {
+			reason: "spec.backendTLS.clientCertificate: backends that require the gateway's client certificate can be served.",
+			spec:   map[string]any{"providerConfigName": "p", "backendTLS": map[string]any{"clientCertificate": map[string]any{"issuerRef": map[string]any{"name": "ca"}}}},
+			want:   RouteView{ProviderConfigName: "p", ClientCertificate: true},
+		},
+		"BackendTLSNotObject": {
+			reason:  "spec.backendTLS that is not an object says nothing of the client certificate.",
+			spec:    map[string]any{"providerConfigName": "p", "backendTLS": "yes"},
+			wantErr: "spec.backendTLS is a string",
+		},
 		"NoProvider": {
 			reason:  "No provider config: no cluster to compose on.",
 			spec:    map[string]any{"providerConfigName": " "},

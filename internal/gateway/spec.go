@@ -141,6 +141,61 @@ type Spec struct {
 	// changes the pod template, so changing one rolls Envoy; GatewayReady
 	// is False until the rollout is done, and every model stays composed.
 	Envoy *Envoy `json:"envoy,omitempty"`
+
+	// TLS to the backends: the client certificate the gateway presents to
+	// a backend that asks for one.
+	BackendTLS *BackendTLS `json:"backendTLS,omitempty"`
+}
+
+// BackendTLS configures TLS from the gateway to its backends.
+type BackendTLS struct {
+	// A client certificate, issued and renewed by cert-manager on the
+	// gateway cluster, which Envoy presents to every backend that asks for
+	// one. GatewayReady waits for the first certificate.
+	// +kubebuilder:validation:Required
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
+}
+
+// ClientCertificate says who issues the gateway's client certificate.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.issuerRef) != has(self.caSecretRef)",message="set exactly one of issuerRef and caSecretRef"
+type ClientCertificate struct {
+	// A cert-manager Issuer in the gateway namespace, or a ClusterIssuer,
+	// on the gateway cluster.
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty"`
+
+	// A kubernetes.io/tls Secret holding a CA's certificate and key, on
+	// the control plane in the function Input's objectNamespace.
+	// provider-kubernetes copies it to the gateway namespace, where a
+	// cert-manager CA Issuer signs with it. Its tls.crt is published in
+	// status.backendTLS.caCertificate.
+	CASecretRef *CertificateRef `json:"caSecretRef,omitempty"`
+
+	// How long a certificate is valid, a Go duration of at least 1h.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +kubebuilder:default="2160h"
+	Duration *string `json:"duration,omitempty"`
+
+	// How long before it expires cert-manager renews a certificate; less
+	// than duration.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s))+$`
+	// +kubebuilder:default="720h"
+	RenewBefore *string `json:"renewBefore,omitempty"`
+}
+
+// IssuerRef names a cert-manager issuer.
+type IssuerRef struct {
+	// The issuer's name.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// Issuer (in the gateway namespace) or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	Kind string `json:"kind,omitempty"`
 }
 
 // Envoy tunes the Envoy pods.
@@ -292,6 +347,24 @@ type Status struct {
 	// (one gateway per cluster).
 	// +optional
 	ClusterGateway string `json:"clusterGateway,omitempty"`
+
+	// The gateway's client certificate.
+	// +optional
+	BackendTLS *BackendTLSStatus `json:"backendTLS,omitempty"`
+}
+
+// BackendTLSStatus is what backends need to trust the gateway.
+type BackendTLSStatus struct {
+	// The PEM certificate of the CA that issues the gateway's client
+	// certificate, for backends to trust; only with caSecretRef (the
+	// function reads no issuer's CA from the gateway cluster).
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CACertificate string `json:"caCertificate,omitempty"`
+	// The Secret in the gateway namespace on the gateway cluster that
+	// holds the client certificate and key.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
 }
 
 // Endpoints are the base URLs clients configure in their SDKs.
@@ -334,6 +407,13 @@ func (s *Spec) implied() map[string]bool {
 	out := make(map[string]bool, len(Resources)+2)
 	for _, n := range Resources {
 		out[n] = true
+	}
+	if c := s.clientCert(); c != nil {
+		out[ResourceClientCertificate] = true
+		if c.CASecretRef != nil {
+			out[ResourceClientCASecret] = true
+			out[ResourceClientIssuer] = true
+		}
 	}
 	if s.tlsEnabled() {
 		out[ResourceRedirectRoute] = true
@@ -418,17 +498,10 @@ func (s *Spec) validate() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
 	}
-	if err := s.validateConnection(); err != nil {
-		return err
-	}
-	if err := s.validateFailover(); err != nil {
-		return err
-	}
-	if err := s.validateEnvoy(); err != nil {
-		return err
-	}
-	if err := s.validateAuth(); err != nil {
-		return err
+	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if s.TLS != nil {
 		if s.Hostname == "" {

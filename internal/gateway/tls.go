@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,14 @@ type tlsSecret struct {
 	// problem says what is wrong with it, for TLSSecretMissing.
 	problem string
 	copy    remote.CopyState
+}
+
+// secretRequirements asks for the control-plane Secrets the gateway's TLS
+// and client certificate are copied from.
+func (b builder) secretRequirements() map[string]compose.Requirement {
+	out := b.tlsRequirements()
+	maps.Copy(out, b.clientCertRequirements())
+	return out
 }
 
 // tlsRequirements asks for each certificateRef's Secret by name in the

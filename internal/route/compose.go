@@ -97,14 +97,16 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if !gw.verdict.Ready {
 		p.Add(gw.reason, gw.why)
 	}
-	bs := readBackends(req, spec, name, inRoute)
+	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
 	switch {
-	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.placing) == 0:
-		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key", len(spec.Backends)))
+	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.caDelivering) == 0 && len(bs.placing) == 0:
+		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key, its CA, or the gateway's client certificate it requires", len(spec.Backends)))
 	case len(bs.delivering) > 0:
 		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
+	case len(bs.caDelivering) > 0:
+		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the CA certificates of backends %s have not reached the gateway cluster yet; they join the route once they have", strings.Join(bs.caDelivering, ", ")))
 	}
 	if len(bs.placing) > 0 {
 		p.Add(ReasonWaitingForBackends, fmt.Sprintf("backends %s join the route once their Backend and AIServiceBackend exist on the gateway cluster; until then the route serves the others. Lasting, the backend-<name> and aibackend-<name> Objects' Synced message", strings.Join(bs.placing, ", ")))
@@ -170,7 +172,7 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	// maybeModifyCluster; envoyproxy/ai-gateway issue 2610), and a route
 	// whose backends arrive one reconcile at a time would grow that way.
 	_, exists := b.observed[ResourceRoute]
-	if len(refs) > 0 && (exists || len(bs.placing) == 0 && len(bs.delivering) == 0) {
+	if len(refs) > 0 && (exists || len(bs.placing) == 0 && len(bs.delivering) == 0 && len(bs.caDelivering) == 0) {
 		set(ResourceRoute, b.route(model, refs), accepted)
 	}
 	set(ResourceHTTPRoute, b.httpRoute(), served)
@@ -182,7 +184,18 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	st := b.observed[ResourceGatewayStatus]
 	set(ResourceGatewayStatus, b.gatewayStatus(), st.Live() || !st.Reported())
 	for _, be := range b.spec.Backends {
-		set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
+		ca := bs.cas[be.Name]
+		// A Backend that serves keeps its TLS until its new CA is on
+		// the gateway cluster: Envoy Gateway refuses a Backend whose CA
+		// it cannot find, and the model's rule with it (readBackends
+		// says what that costs). It is carried forward meanwhile.
+		_, serving := b.observed[prefixBackend+be.Name]
+		if be.caRef() == nil || ca.delivered || !serving {
+			set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
+		}
+		if be.caRef() != nil && ca.present {
+			set(prefixCA+be.Name, b.caCopy(be, ca), ca.delivered)
+		}
 		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))
 		if be.APIKey == nil {
 			continue
@@ -212,6 +225,7 @@ func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[st
 			out[requireSecretPrefix+n] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: n, Namespace: ns}
 		}
 	}
+	caRequirements(spec, ns, out)
 	return out
 }
 
@@ -456,9 +470,14 @@ type backends struct {
 	// placing names backends not in the route yet whose
 	// Backend or AIServiceBackend is not on the gateway cluster yet.
 	placing []string
+	// caDelivering names backends not in the route yet whose CA exists on
+	// the control plane but has not reached the gateway cluster yet.
+	caDelivering []string
 	// credentials of the backends with an API key, by backend name.
 	credentials map[string]keyState
-	warnings    []string
+	// cas of the backends with their own CA, by backend name.
+	cas      map[string]caState
+	warnings []string
 }
 
 // keyState is the state of one backend's API-key Secret.
@@ -512,24 +531,27 @@ type keyState struct {
 // AI Gateway's single route worker (internal/controller/controller.go,
 // TypedControllerBuilderForCRD sets no MaxConcurrentReconciles, so
 // controller-runtime runs one), which a hundred new routes keep busy.
-func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool) backends {
-	bs := backends{credentials: map[string]keyState{}}
-	placed := func(be Backend) bool {
-		if inRoute[names.Child(route, be.Name)] {
-			return true
-		}
-		for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
-			if o, ok := req.Observed[n]; !ok || !o.Live() {
-				return false
-			}
-		}
-		return true
-	}
+//
+// A backend's TLS is judged first, the same way: one that requires the
+// gateway's client certificate from a gateway without one, or whose CA is
+// missing, is left out with a Warning; one whose CA has not reached the
+// gateway cluster joins the route once it has.
+func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
+	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}}
+	placed := func(be Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
 	for _, be := range spec.Backends {
+		joined := inRoute[names.Child(route, be.Name)]
+		usable, caWaiting := bs.judgeTLS(req, be, joined, gwName, gw)
+		if !usable {
+			continue
+		}
 		if be.APIKey == nil {
-			if placed(be) {
+			switch {
+			case caWaiting:
+				bs.caDelivering = append(bs.caDelivering, be.Name)
+			case placed(be):
 				bs.usable = append(bs.usable, be)
-			} else {
+			default:
 				bs.placing = append(bs.placing, be.Name)
 			}
 			continue
@@ -543,8 +565,10 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 			bs.warnings = append(bs.warnings, problem)
 		case !present:
 			// Not fetched yet: Crossplane calls again with the Secret.
-		case inRoute[names.Child(route, be.Name)]:
+		case joined:
 			bs.usable = append(bs.usable, be)
+		case caWaiting:
+			bs.caDelivering = append(bs.caDelivering, be.Name)
 		case c.delivered && placed(be):
 			bs.usable = append(bs.usable, be)
 		case c.delivered:
@@ -554,6 +578,20 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 		}
 	}
 	return bs
+}
+
+// isPlaced reports whether a backend is in the observed route, or its
+// Backend and AIServiceBackend are live on the gateway cluster.
+func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be Backend) bool {
+	if inRoute[names.Child(route, be.Name)] {
+		return true
+	}
+	for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
+		if o, ok := obs[n]; !ok || !o.Live() {
+			return false
+		}
+	}
+	return true
 }
 
 // observedBackendRefs names the backendRefs of the observed route: those

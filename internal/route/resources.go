@@ -53,9 +53,12 @@ func (s *Spec) implied(inRoute map[string]bool, route string, observed map[strin
 			out[prefixCredential+b.Name] = true
 			out[prefixCredPolicy+b.Name] = true
 		}
+		if b.caRef() != nil {
+			out[prefixCA+b.Name] = true
+		}
 	}
 	for n := range observed {
-		for _, p := range []string{prefixBackend, prefixAIBackend, prefixCredential, prefixCredPolicy} {
+		for _, p := range []string{prefixBackend, prefixAIBackend, prefixCredential, prefixCredPolicy, prefixCA} {
 			if be, ok := strings.CutPrefix(n, p); ok && inRoute[names.Child(route, be)] {
 				out[n] = true
 			}
@@ -141,16 +144,14 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 
 // backend is the Envoy Gateway Backend: an FQDN endpoint, so Envoy Gateway
 // builds one cluster whose localities carry the route's priorities, and TLS
-// with the system CAs and SNI when the backend wants TLS.
+// with SNI and the system CAs, or the backend's own CA, when the backend
+// wants TLS.
 func (b builder) backend(be Backend) *remote.Object {
 	spec := &egv1a1.BackendSpec{
 		Endpoints: []egv1a1.BackendEndpoint{{FQDN: &egv1a1.FQDNEndpoint{Hostname: be.Endpoint.Hostname, Port: be.port()}}},
 	}
 	if be.tls() {
-		spec.TLS = &egv1a1.BackendTLSSettings{
-			WellKnownCACertificates: ptr.To(gwapiv1.WellKnownCACertificatesSystem),
-			SNI:                     new(gwapiv1.PreciseHostname(be.Endpoint.Hostname)),
-		}
+		spec.TLS = b.backendTLS(be)
 	}
 	return b.wrap(&remote.Manifest[egv1a1.BackendSpec]{
 		APIVersion: upstream.EnvoyGatewayAPIVersion,

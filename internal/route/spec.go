@@ -128,6 +128,7 @@ type Backend struct {
 // Endpoint is where a backend listens.
 //
 // +kubebuilder:validation:XValidation:rule="!self.hostname.matches('^[0-9.]+$')",message="endpoint.hostname must be the backend's DNS name, not an IP address: Envoy Gateway builds priority localities only for FQDN endpoints"
+// +kubebuilder:validation:XValidation:rule="!has(self.tlsConfig) || !has(self.tls) || self.tls",message="endpoint.tlsConfig needs TLS: remove tls: false, or remove tlsConfig"
 type Endpoint struct {
 	// The backend's fully qualified DNS name. IP addresses are not
 	// accepted.
@@ -140,9 +141,43 @@ type Endpoint struct {
 	// +kubebuilder:validation:Maximum=65535
 	// +kubebuilder:default=443
 	Port *int32 `json:"port,omitempty"`
-	// Connect with TLS, trusting the system CAs.
+	// Connect with TLS, trusting the system CAs unless tlsConfig names
+	// the backend's CA.
 	// +kubebuilder:default=true
 	TLS *bool `json:"tls,omitempty"`
+
+	// tls stays a bool: a structural schema gives a field one type, and
+	// every existing ModelRoute writes the bool.
+
+	// How the TLS connection to the backend is verified and
+	// authenticated; needs tls.
+	TLSConfig *TLSConfig `json:"tlsConfig,omitempty"`
+}
+
+// TLSConfig verifies a backend against its own CA, and authenticates the
+// gateway to it.
+type TLSConfig struct {
+	// The backend's CA: a ConfigMap or Secret in the ModelRoute's
+	// namespace whose ca.crt holds it, copied to the gateway cluster. The
+	// backend is then trusted only by it, not by the system CAs.
+	CARef *CARef `json:"caRef,omitempty"`
+	// The backend requires the gateway's client certificate: the
+	// InferenceGateway must have spec.backendTLS.clientCertificate.
+	ClientCertificate bool `json:"clientCertificate,omitempty"`
+}
+
+// CARef names a ConfigMap or Secret that holds a CA certificate in ca.crt.
+type CARef struct {
+	// ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	// +kubebuilder:default=ConfigMap
+	Kind string `json:"kind,omitempty"`
+	// Its name.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name,omitempty"`
 }
 
 // Schema is the API a backend speaks.
@@ -316,6 +351,19 @@ func (b Backend) validateEndpoint(f string) error {
 	if p := b.Endpoint.Port; p != nil && (*p < 1 || *p > 65535) {
 		return errors.Errorf("%s.endpoint.port is %d; use 1 to 65535", f, *p)
 	}
+	if c := b.Endpoint.TLSConfig; c != nil {
+		if !b.tls() {
+			return errors.Errorf("%s.endpoint.tlsConfig is set with tls: false; remove tls: false to connect with TLS, or remove tlsConfig", f)
+		}
+		if r := c.CARef; r != nil {
+			if r.Kind != "" && r.Kind != caKindConfigMap && r.Kind != caKindSecret {
+				return errors.Errorf("%s.endpoint.tlsConfig.caRef.kind is %q; set ConfigMap or Secret", f, r.Kind)
+			}
+			if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+				return errors.Errorf("%s.endpoint.tlsConfig.caRef.name %q is not a %s name", f, r.Name, r.kind())
+			}
+		}
+	}
 	return nil
 }
 
@@ -392,6 +440,34 @@ func (b Backend) port() int32 {
 }
 
 func (b Backend) tls() bool { return b.Endpoint.TLS == nil || *b.Endpoint.TLS }
+
+// Kinds a CARef may name.
+const (
+	caKindConfigMap = "ConfigMap"
+	caKindSecret    = "Secret"
+)
+
+// kind is the CARef's kind, defaulted.
+func (r CARef) kind() string {
+	if r.Kind == "" {
+		return caKindConfigMap
+	}
+	return r.Kind
+}
+
+// caRef is the backend's CA, or nil for the system CAs.
+func (b Backend) caRef() *CARef {
+	if !b.tls() || b.Endpoint.TLSConfig == nil {
+		return nil
+	}
+	return b.Endpoint.TLSConfig.CARef
+}
+
+// wantsClientCert reports whether the backend needs the gateway's client
+// certificate.
+func (b Backend) wantsClientCert() bool {
+	return b.tls() && b.Endpoint.TLSConfig != nil && b.Endpoint.TLSConfig.ClientCertificate
+}
 
 func (b Backend) priority() int32 {
 	if b.Priority == nil {

@@ -158,21 +158,44 @@ func TestXRDCreateRules(t *testing.T) {
 			}}},
 		}
 	}
+	clientCert := func(cc map[string]any) map[string]any {
+		return gateway(map[string]any{"backendTLS": map[string]any{"clientCertificate": cc}})
+	}
+	endpoint := func(ep map[string]any) map[string]any {
+		return map[string]any{
+			"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelRoute",
+			"metadata": map[string]any{"name": "llama", "namespace": "ml-team"},
+			"spec": map[string]any{"gatewayName": "inference-gateway", "backends": []any{map[string]any{
+				"name": "vllm", "endpoint": ep, "schema": map[string]any{"name": "OpenAI"},
+			}}},
+		}
+	}
+	caRef := map[string]any{"caRef": map[string]any{"kind": "ConfigMap", "name": "vllm-ca"}, "clientCertificate": true}
 	cases := map[string]struct {
 		reason string
 		xr     map[string]any
 		want   string
 	}{
-		"DrainTimeout":        {reason: "A drain timeout from 1s to 1h is accepted, in any Gateway API form.", xr: drain("1h")},
-		"DrainTimeoutMinutes": {reason: "Minutes and seconds together are one duration.", xr: drain("2m30s")},
-		"DrainTimeoutTooLong": {reason: "Over an hour is refused.", xr: drain("61m"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
-		"DrainTimeoutZero":    {reason: "Under a second is refused.", xr: drain("500ms"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
-		"DrainTimeoutFormat":  {reason: "A Go-only form is refused by the pattern, not by the range rule.", xr: drain("1.5m"), want: "spec.envoy.drainTimeout: Invalid value: \"1.5m\": spec.envoy.drainTimeout in body should match"},
-		"CertificateRef":      {reason: "A certificateRef names a Secret.", xr: cert("llm-tls")},
-		"CertificateRefName":  {reason: "A certificateRef that is no Secret name is refused.", xr: cert("LLM_tls"), want: "spec.tls.certificateRefs[0].name in body should match"},
-		"SecretRef":           {reason: "An API key's secretRef names a Secret and a key.", xr: route("openai-key", "api_key.v1")},
-		"SecretRefName":       {reason: "A secretRef name that is no Secret name is refused.", xr: route("OpenAI Key", "key"), want: "spec.backends[0].apiKey.secretRef.name in body should match"},
-		"SecretRefKey":        {reason: "A key that no Secret can hold is refused.", xr: route("openai-key", "api key"), want: "spec.backends[0].apiKey.secretRef.key in body should match"},
+		"ClientCertificateIssuer":  {reason: "A client certificate from a named issuer.", xr: clientCert(map[string]any{"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}, "duration": "720h", "renewBefore": "240h"})},
+		"ClientCertificateCA":      {reason: "A client certificate from a CA on the control plane.", xr: clientCert(map[string]any{"caSecretRef": map[string]any{"name": "gateway-client-ca"}})},
+		"ClientCertificateBoth":    {reason: "An issuer and a CA at once are refused.", xr: clientCert(map[string]any{"issuerRef": map[string]any{"name": "corp-ca"}, "caSecretRef": map[string]any{"name": "ca"}}), want: "set exactly one of issuerRef and caSecretRef"},
+		"ClientCertificateNeither": {reason: "Neither an issuer nor a CA is refused.", xr: clientCert(map[string]any{"duration": "720h"}), want: "set exactly one of issuerRef and caSecretRef"},
+		"ClientCertificateKind":    {reason: "An issuer kind cert-manager does not have is refused.", xr: clientCert(map[string]any{"issuerRef": map[string]any{"name": "corp-ca", "kind": "Vault"}}), want: "spec.backendTLS.clientCertificate.issuerRef.kind: Unsupported value"},
+		"BackendCA":                {reason: "A backend verified by its own CA, asking for the client certificate.", xr: endpoint(map[string]any{"hostname": "vllm.ml-team.svc.cluster.local", "tlsConfig": caRef})},
+		"BackendCAWithTLSTrue":     {reason: "tls: true next to tlsConfig is what tlsConfig means.", xr: endpoint(map[string]any{"hostname": "vllm.ml-team.svc.cluster.local", "tls": true, "tlsConfig": caRef})},
+		"BackendPlainHTTPStill":    {reason: "tls: false without tlsConfig stays valid, as before.", xr: endpoint(map[string]any{"hostname": "vllm.ml-team.svc.cluster.local", "tls": false})},
+		"BackendCAWithoutTLS":      {reason: "tlsConfig with tls: false is refused.", xr: endpoint(map[string]any{"hostname": "vllm.ml-team.svc.cluster.local", "tls": false, "tlsConfig": caRef}), want: "endpoint.tlsConfig needs TLS"},
+		"BackendCAKind":            {reason: "A CA in anything but a ConfigMap or Secret is refused.", xr: endpoint(map[string]any{"hostname": "vllm.ml-team.svc.cluster.local", "tlsConfig": map[string]any{"caRef": map[string]any{"kind": "ClusterTrustBundle", "name": "x"}}}), want: "spec.backends[0].endpoint.tlsConfig.caRef.kind: Unsupported value"},
+		"DrainTimeout":             {reason: "A drain timeout from 1s to 1h is accepted, in any Gateway API form.", xr: drain("1h")},
+		"DrainTimeoutMinutes":      {reason: "Minutes and seconds together are one duration.", xr: drain("2m30s")},
+		"DrainTimeoutTooLong":      {reason: "Over an hour is refused.", xr: drain("61m"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
+		"DrainTimeoutZero":         {reason: "Under a second is refused.", xr: drain("500ms"), want: "spec.envoy.drainTimeout must be from 1s to 1h"},
+		"DrainTimeoutFormat":       {reason: "A Go-only form is refused by the pattern, not by the range rule.", xr: drain("1.5m"), want: "spec.envoy.drainTimeout: Invalid value: \"1.5m\": spec.envoy.drainTimeout in body should match"},
+		"CertificateRef":           {reason: "A certificateRef names a Secret.", xr: cert("llm-tls")},
+		"CertificateRefName":       {reason: "A certificateRef that is no Secret name is refused.", xr: cert("LLM_tls"), want: "spec.tls.certificateRefs[0].name in body should match"},
+		"SecretRef":                {reason: "An API key's secretRef names a Secret and a key.", xr: route("openai-key", "api_key.v1")},
+		"SecretRefName":            {reason: "A secretRef name that is no Secret name is refused.", xr: route("OpenAI Key", "key"), want: "spec.backends[0].apiKey.secretRef.name in body should match"},
+		"SecretRefKey":             {reason: "A key that no Secret can hold is refused.", xr: route("openai-key", "api key"), want: "spec.backends[0].apiKey.secretRef.key in body should match"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

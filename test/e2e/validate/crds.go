@@ -46,6 +46,9 @@ var Sources = []Source{
 	// channel would accept fields a standard install rejects.
 	{Module: "sigs.k8s.io/gateway-api", Version: "v1.5.1", Glob: "config/crd/standard/*.yaml"},
 	{Module: "github.com/crossplane-contrib/provider-kubernetes", Version: "v1.3.1", Glob: "package/crds/*.yaml"},
+	// The gateway's client certificate and its CA Issuer. Only
+	// cert-manager.io: the acme.cert-manager.io kinds are never composed.
+	{Module: "github.com/cert-manager/cert-manager", Version: "v1.21.2", Glob: "deploy/crds/cert-manager.io_*.yaml"},
 }
 
 // files returns the CRD files of the sources in the module cache. dir is
