@@ -63,7 +63,7 @@ var (
 	toolKubectl = tool{name: "kubectl", version: "v1.36.1", module: "kubernetes",
 		pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeVersionFlags}
 
-	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl}
+	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl, toolCertManager}
 )
 
 // buildMu keeps two builds from this test binary from running at once: on

@@ -296,6 +296,8 @@ func (c *cluster) installCRDs(ctx context.Context, providerWebhookPort int) {
 		{module: "sigs.k8s.io/gateway-api", version: "v1.5.1", dir: "config/crd/standard",
 			skip: func(n string) bool { return strings.Contains(n, "vap_") }},
 		{module: "github.com/envoyproxy/ai-gateway", version: "v1.0.0", dir: "manifests/charts/ai-gateway-crds-helm/templates"},
+		// cert-manager's, for the gateway's client certificate (mtls_test.go).
+		{module: "github.com/cert-manager/cert-manager", version: certManagerVersion, dir: "deploy/crds"},
 	}
 	var names []string
 	for _, s := range sources {

@@ -172,6 +172,9 @@ type upOptions struct {
 	// readerCreatesTeamNamespace leaves the ModelRoutes' namespace on the
 	// control plane for the test to create, as the README's reader does.
 	readerCreatesTeamNamespace bool
+	// certManager runs cert-manager's controllers beside Envoy Gateway
+	// and AI Gateway (mtls_test.go).
+	certManager bool
 }
 
 // bringUpWith is bringUp with options.
@@ -213,6 +216,9 @@ func bringUpWith(t *testing.T, o upOptions) *scenarios {
 	c.installExamples(ctx)
 	c.dryRunControlPlane(ctx)
 	s := c.startStandIns(ctx, t)
+	if o.certManager {
+		c.startCertManager()
+	}
 
 	in := &v1beta1.Input{}
 	rule, err := rollout.For(in.WithDefaults().ExtProcMarkerAnnotations)

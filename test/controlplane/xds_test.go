@@ -40,15 +40,26 @@ var toolXDSReader = tool{name: "xds-reader", version: xdsReaderVersion(), module
 
 // xdsReaderVersion hashes the reader's source files.
 func xdsReaderVersion() string {
+	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go")
+}
+
+// sourceVersion names a build of a tools module of this repository's own
+// source by its upstream version, if any, and a hash of its go.mod, go.sum
+// and the files named, so that a change rebuilds it.
+func sourceVersion(upstream, module string, files ...string) string {
 	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum", "main.go", "decode.go", "types.go"} {
-		b, err := os.ReadFile(filepath.Join("tools", "xds-reader", f))
+	for _, f := range append([]string{"go.mod", "go.sum"}, files...) {
+		b, err := os.ReadFile(filepath.Join("tools", module, f))
 		if err != nil {
 			return "unreadable"
 		}
 		h.Write(b)
 	}
-	return "src-" + hex.EncodeToString(h.Sum(nil))[:12]
+	v := "src-" + hex.EncodeToString(h.Sum(nil))[:12]
+	if upstream != "" {
+		v = upstream + "-" + v
+	}
+	return v
 }
 
 // xdsDump is what the reader prints: resources by kind.
