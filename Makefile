@@ -44,6 +44,13 @@ controlplane:
 controlplane-quickstart:
 	go test -v -count=1 -timeout 40m -run '^TestQuickStart$$' ./test/controlplane
 
+# The README's "Mutual TLS to backends" after Quick start steps 3 and 4, with
+# cert-manager's controllers on a control plane of its own (also part of
+# make test-slow).
+.PHONY: controlplane-mtls
+controlplane-mtls:
+	go test -v -count=1 -timeout 40m -run '^TestMutualTLS$$' ./test/controlplane
+
 # 100 ModelRoutes on one gateway, on a control plane of their own: the time
 # until the last route follows a rollout, and the API server's writes at
 # rest and during it. Not part of make test-slow yet: it does not pass on AI

@@ -25,7 +25,7 @@ func TestREADMEConditions(t *testing.T) {
 	readme := string(b)
 	reasons := map[string][]string{
 		gateway.ConditionType: {
-			gateway.ReasonReady, gateway.ReasonClusterAlreadyHasGateway, gateway.ReasonWaitingForPreviousGateway, gateway.ReasonTLSSecretMissing, gateway.ReasonCallerSecretsMissing, gateway.ReasonNotProgrammed, gateway.ReasonListenersNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonCallerAuthNotAccepted, gateway.ReasonDeploymentNotObserved,
+			gateway.ReasonReady, gateway.ReasonClusterAlreadyHasGateway, gateway.ReasonWaitingForPreviousGateway, gateway.ReasonTLSSecretMissing, gateway.ReasonClientCertificateNotReady, gateway.ReasonCallerSecretsMissing, gateway.ReasonNotProgrammed, gateway.ReasonListenersNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonCallerAuthNotAccepted, gateway.ReasonDeploymentNotObserved,
 			gateway.ReasonGenerationNotObserved, gateway.ReasonExtProcMarkerMissing, gateway.ReasonOldReplicasPresent, gateway.ReasonNoReplicaAvailable,
 		},
 		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},

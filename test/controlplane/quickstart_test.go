@@ -32,9 +32,10 @@ type codeBlock struct {
 	lang, text string
 }
 
-// quickStartSteps reads the README's Quick start: the fenced code blocks
-// under each "### N." heading, by N.
-func quickStartSteps(readme []byte) (map[int][]codeBlock, error) {
+// sectionSteps reads the fenced code blocks under each "### N." heading of
+// the README's "## <section>", by N; blocks under another heading of the
+// section count as step 0.
+func sectionSteps(readme []byte, section string) (map[int][]codeBlock, error) {
 	steps := map[int][]codeBlock{}
 	step, in := -1, false
 	var block *codeBlock
@@ -48,7 +49,7 @@ func quickStartSteps(readme []byte) (map[int][]codeBlock, error) {
 		case block != nil:
 			block.text += line + "\n"
 		case strings.HasPrefix(line, "## "):
-			in = line == "## Quick start"
+			in = line == "## "+section
 			step = -1
 		case in && strings.HasPrefix(line, "### "):
 			step = -1
@@ -60,7 +61,7 @@ func quickStartSteps(readme []byte) (map[int][]codeBlock, error) {
 		}
 	}
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("cannot find a \"## Quick start\" section with fenced code blocks")
+		return nil, fmt.Errorf("cannot find a \"## %s\" section with fenced code blocks", section)
 	}
 	return steps, sc.Err()
 }
@@ -95,11 +96,17 @@ func TestQuickStartBlocks(t *testing.T) {
 
 func readQuickStart(t *testing.T) map[int][]codeBlock {
 	t.Helper()
+	return readSection(t, "Quick start")
+}
+
+// readSection reads the README's "## <section>" as sectionSteps does.
+func readSection(t *testing.T, section string) map[int][]codeBlock {
+	t.Helper()
 	root, err := toolchain.Root()
 	must(t, err)
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	must(t, err)
-	steps, err := quickStartSteps(b)
+	steps, err := sectionSteps(b, section)
 	if err != nil {
 		t.Fatalf("cannot read README.md: %v", err)
 	}
@@ -125,20 +132,7 @@ func TestQuickStart(t *testing.T) {
 	r := newReader(t, sc)
 
 	for _, n := range []int{3, 4} {
-		for i, b := range steps[n] {
-			switch b.lang {
-			case "sh":
-				r.run(t, fmt.Sprintf("step %d, block %d", n, i+1), b.text, nil)
-			case "yaml":
-				// kubectl warns of a field the schema does not know, and
-				// the API server drops it: a README typo would pass
-				// unseen.
-				what := fmt.Sprintf("step %d, block %d", n, i+1)
-				if out := r.run(t, what, "kubectl apply -f -", []byte(b.text)); strings.Contains(out, "Warning:") {
-					t.Errorf("the Quick start's %s: kubectl warned:\n%s", what, out)
-				}
-			}
-		}
+		r.follow(t, "the Quick start", n, steps[n])
 		if n == 3 {
 			// The callers' keys the reader made: no Object, XR or xDS
 			// dump may hold them.
@@ -162,7 +156,7 @@ func TestQuickStart(t *testing.T) {
 	t.Logf("RoutingReady=True %s after step 4", time.Since(start).Round(100*time.Millisecond))
 
 	// Step 5: what the reader sees.
-	out := r.run(t, "step 5", steps[5][0].text, nil)
+	out := r.run(t, "the Quick start, step 5", steps[5][0].text, nil)
 	for _, want := range []string{gatewayXRName, routeName, "envoy-deployment"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("step 5 printed no %q:\n%s", want, out)
@@ -190,7 +184,7 @@ func TestQuickStart(t *testing.T) {
 	}
 
 	// Step 6: the calls, and what Envoy is told about them.
-	r.run(t, "step 6", steps[6][0].text, nil)
+	r.run(t, "the Quick start, step 6", steps[6][0].text, nil)
 	calls := r.curlCalls(t)
 	gw, rt := sc.gatewayXR(sc.ctx), sc.routeXR(sc.ctx)
 	hostname, _, _ := unstructured.NestedString(gw.Object, "spec", "hostname")
@@ -315,6 +309,25 @@ od -An -tx1 -N"$3" /dev/urandom | tr -d ' \n'
 	return r
 }
 
+// follow runs step n's blocks in order: shell blocks with bash, YAML
+// blocks through kubectl apply.
+func (r *reader) follow(t *testing.T, section string, n int, blocks []codeBlock) {
+	t.Helper()
+	for i, b := range blocks {
+		what := fmt.Sprintf("%s, step %d, block %d", section, n, i+1)
+		switch b.lang {
+		case "sh":
+			r.run(t, what, b.text, nil)
+		case "yaml":
+			// kubectl warns of a field the schema does not know, and the
+			// API server drops it: a README typo would pass unseen.
+			if out := r.run(t, what, "kubectl apply -f -", []byte(b.text)); strings.Contains(out, "Warning:") {
+				t.Errorf("%s: kubectl warned:\n%s", what, out)
+			}
+		}
+	}
+}
+
 // run runs script with bash, as the reader pastes it, and returns what it
 // printed; a failure fails the test with the output.
 func (r *reader) run(t *testing.T, what, script string, stdin []byte) string {
@@ -328,9 +341,9 @@ func (r *reader) run(t *testing.T, what, script string, stdin []byte) string {
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("cannot follow the Quick start's %s: %v\n--- the block\n%s--- what it printed\n%s", what, err, script, out)
+		t.Fatalf("cannot follow the README's %s: %v\n--- the block\n%s--- what it printed\n%s", what, err, script, out)
 	}
-	t.Logf("Quick start %s:\n%s", what, out)
+	t.Logf("README %s:\n%s", what, out)
 	return string(out)
 }
 
