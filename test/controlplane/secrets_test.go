@@ -122,7 +122,9 @@ func (sc *scenarios) noSecretsInObjects(t *testing.T, when string) {
 		t.Fatalf("%s: no API key to look for", when)
 	}
 	n := 0
-	for _, gvr := range []schema.GroupVersionResource{gvrObject, gvrInferenceGW, gvrModelRoute} {
+	// Events carry the function's results (Crossplane records each
+	// Warning and Normal result as an event on the XR).
+	for _, gvr := range []schema.GroupVersionResource{gvrObject, gvrInferenceGW, gvrModelRoute, gvrEvent} {
 		l, err := sc.c.dyn.Resource(gvr).List(sc.ctx, metav1.ListOptions{})
 		must(t, err)
 		for i := range l.Items {
@@ -132,7 +134,7 @@ func (sc *scenarios) noSecretsInObjects(t *testing.T, when string) {
 			}
 		}
 	}
-	t.Logf("%s: no API key in any of %d Objects and XRs", when, n)
+	t.Logf("%s: no API key in any of %d Objects, XRs and events", when, n)
 }
 
 // controlPlaneKey returns the keyed backend's API key as the control
