@@ -419,19 +419,7 @@ func (sc *scenarios) holdsThroughRenewal(t *testing.T, start time.Time, wait fun
 	for _, f := range failures {
 		t.Errorf("renewal: %s", f)
 	}
-	gw, _ := sc.w.transitions()
-	for _, tr := range gw {
-		if tr.at.After(start) && tr.status != "True" {
-			t.Errorf("renewal: GatewayReady went %s (%s) at %s: %s", tr.status, tr.reason, tr.at.Format("15:04:05.000"), tr.message)
-		}
-	}
-	for r, ts := range sc.w.allRouteTransitions() {
-		for _, tr := range ts {
-			if tr.at.After(start) && tr.status != "True" {
-				t.Errorf("renewal: ModelRoute %s went RoutingReady=%s (%s) at %s: %s", r, tr.status, tr.reason, tr.at.Format("15:04:05.000"), tr.message)
-			}
-		}
-	}
+	sc.noFalseSince(t, start, "renewal")
 }
 
 // allRouteTransitions returns the recorded RoutingReady changes of every
