@@ -25,7 +25,11 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
-var gvrCertificate = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+var (
+	gvrCertificate   = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+	gvrIssuer        = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"}
+	gvrClusterIssuer = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"}
+)
 
 // The names the suite expects, written out (docs/mtls.md).
 const (
@@ -70,7 +74,8 @@ func TestMutualTLSBlocks(t *testing.T) {
 // backend's endpoints are told to present the issued certificate and to
 // verify the backend by its own CA, while the third-party backend keeps the
 // system CAs. Then it renews the certificate as `cmctl renew` does, and
-// requires the new certificate in the xDS with no condition leaving True.
+// switches the gateway to a ClusterIssuer of the user's, and requires each
+// new certificate in the xDS with no condition leaving True.
 func TestMutualTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole control plane")
@@ -154,8 +159,44 @@ func TestMutualTLS(t *testing.T) {
 	t.Logf("Envoy is told the renewed certificate %s after the request", time.Since(renewal).Round(100*time.Millisecond))
 	sc.noFalseSince(t, renewal, "the renewal")
 
+	// An issuer the user runs on the gateway cluster instead: a
+	// ClusterIssuer of type CA. cert-manager reissues from it (the issued
+	// Secret's issuer annotations no longer match, a trigger of its
+	// trigger controller); the previous certificate serves meanwhile, so
+	// nothing leaves True, and the CA the function cannot see is no longer
+	// published.
+	corpCA := newLongCA(t, "corp CA")
+	switched := time.Now()
+	sc.switchToClusterIssuer(t, corpCA)
+	var reissued issuedCert
+	sc.eventually(t, waitSettle, "cert-manager to reissue the client certificate from the ClusterIssuer", func(ctx context.Context) string {
+		c, err := sc.clientCertBy(ctx, corpCA)
+		if err != nil {
+			return err.Error()
+		}
+		reissued = c
+		return ""
+	})
+	sc.w.forbid("the key of the certificate issued by the ClusterIssuer", reissued.keyB64)
+	t.Logf("cert-manager reissued the client certificate from the ClusterIssuer %s after the switch", time.Since(switched).Round(100*time.Millisecond))
+	sc.readXDS(t, "scenario-mtls-cluster-issuer", checkMutualTLS(routeName+"-"+mtlsBackend, routeName+"-"+keyedBackend, backendCA.certPEM, reissued.certPEM))
+	sc.eventually(t, waitSettle, "status.backendTLS without the CA certificate, and no CA Issuer left", func(ctx context.Context) string {
+		gw := sc.gatewayXR(ctx)
+		if gw == nil {
+			return "no InferenceGateway"
+		}
+		if ca, _, _ := unstructured.NestedString(gw.Object, "status", "backendTLS", "caCertificate"); ca != "" {
+			return "status.backendTLS.caCertificate still holds the previous CA"
+		}
+		if _, err := sc.get(ctx, gvrIssuer, gatewayNS, clientCAIssuerName); err == nil {
+			return "the CA Issuer of caSecretRef is still on the gateway cluster"
+		}
+		return ""
+	})
+	sc.noFalseSince(t, switched, "the switch to a ClusterIssuer")
+
 	sc.noSecretsInObjects(t, "after mutual TLS")
-	sc.noKeyInLogs(t, clientCA.keyPEM, issued.keyPEM, renewed.keyPEM)
+	sc.noKeyInLogs(t, clientCA.keyPEM, issued.keyPEM, renewed.keyPEM, corpCA.keyPEM, reissued.keyPEM)
 	sc.w.check(t)
 	obs, viol := sc.w.sidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
@@ -217,6 +258,46 @@ type issuedCert struct {
 	keyPEM  []byte
 }
 
+// switchToClusterIssuer puts ca into a ClusterIssuer of type CA on the
+// gateway cluster, its Secret in cert-manager's cluster resource namespace,
+// waits for cert-manager to call it Ready, and points the InferenceGateway's
+// client certificate at it instead of caSecretRef.
+func (sc *scenarios) switchToClusterIssuer(t *testing.T, ca longCA) {
+	t.Helper()
+	sc.c.namespace(sc.ctx, "cert-manager")
+	sc.c.apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"name": "corp-ca", "namespace": "cert-manager"},
+		"data": map[string]any{
+			"tls.crt": base64.StdEncoding.EncodeToString(ca.certPEM),
+			"tls.key": base64.StdEncoding.EncodeToString(ca.keyPEM),
+		},
+	}}, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer",
+		"metadata": map[string]any{"name": "corp-ca"},
+		"spec":     map[string]any{"ca": map[string]any{"secretName": "corp-ca"}},
+	}})
+	sc.w.forbid("the key of the corp CA", base64.StdEncoding.EncodeToString(ca.keyPEM))
+	sc.eventually(t, waitSettle, "the ClusterIssuer corp-ca Ready", func(ctx context.Context) string {
+		u, err := sc.c.dyn.Resource(gvrClusterIssuer).Get(ctx, "corp-ca", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		return wantCondition(u, "Ready", "True")
+	})
+	sc.patchGateway(t, `{"spec":{"backendTLS":{"clientCertificate":{"caSecretRef":null,"issuerRef":{"name":"corp-ca","kind":"ClusterIssuer"}}}}}`)
+}
+
+// clientCertBy returns the issued certificate once the one in the Secret
+// is a client certificate of ca.
+func (sc *scenarios) clientCertBy(ctx context.Context, ca longCA) (issuedCert, error) {
+	s, err := sc.get(ctx, gvrSecret, gatewayNS, clientCertName)
+	if err != nil {
+		return issuedCert{}, fmt.Errorf("cannot read the issued Secret: %w", err)
+	}
+	return verifyIssued(s, ca)
+}
+
 // issuedClientCert reads the issued Secret on the gateway cluster and
 // checks that the certificate is a client certificate signed by ca, the
 // reader's CA: cert-manager's CA Issuer signed it, not something else.
@@ -226,23 +307,39 @@ func (sc *scenarios) issuedClientCert(t *testing.T, ca longCA) issuedCert {
 	if err != nil {
 		t.Fatalf("cannot read the issued Secret %s/%s: %v", gatewayNS, clientCertName, err)
 	}
+	c, err := verifyIssued(s, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// verifyIssued reads an issued Secret and requires its certificate to be a
+// client certificate of ca.
+func verifyIssued(s *unstructured.Unstructured, ca longCA) (issuedCert, error) {
 	data, _, _ := unstructured.NestedStringMap(s.Object, "data")
 	crt, err := base64.StdEncoding.DecodeString(data["tls.crt"])
-	must(t, err)
+	if err != nil {
+		return issuedCert{}, fmt.Errorf("cannot decode the issued tls.crt: %w", err)
+	}
 	key, err := base64.StdEncoding.DecodeString(data["tls.key"])
-	must(t, err)
+	if err != nil {
+		return issuedCert{}, fmt.Errorf("cannot decode the issued tls.key: %w", err)
+	}
 	b, _ := pem.Decode(crt)
 	if b == nil || len(key) == 0 {
-		t.Fatalf("the issued Secret %s/%s has no certificate or no key", gatewayNS, clientCertName)
+		return issuedCert{}, fmt.Errorf("the issued Secret %s/%s has no certificate or no key", s.GetNamespace(), s.GetName())
 	}
 	cert, err := x509.ParseCertificate(b.Bytes)
-	must(t, err)
+	if err != nil {
+		return issuedCert{}, fmt.Errorf("cannot parse the issued certificate: %w", err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		t.Fatalf("the issued client certificate (%s) is not a client certificate of the reader's CA: %v", cert.Subject, err)
+		return issuedCert{}, fmt.Errorf("the issued certificate (%s, issuer %s) is not a client certificate of the CA %s: %w", cert.Subject, cert.Issuer, ca.cert.Subject, err)
 	}
-	return issuedCert{certPEM: pem.EncodeToMemory(b), serial: cert.SerialNumber.String(), keyB64: data["tls.key"], keyPEM: key}
+	return issuedCert{certPEM: pem.EncodeToMemory(b), serial: cert.SerialNumber.String(), keyB64: data["tls.key"], keyPEM: key}, nil
 }
 
 // backendAccepted says what keeps Envoy Gateway from accepting a Backend
