@@ -306,17 +306,7 @@ func (b builder) certificate(c *ClientCertificate) *remote.Object {
 // made by provider-kubernetes in two steps as a TLS Secret's
 // (tlsSecretObject).
 func (b builder) clientCASecret(s tlsSecret) *remote.Object {
-	return remote.SecretCopy{
-		Meta:         b.meta(clientCAName(b.in.GatewayName)),
-		Type:         string(corev1.SecretTypeTLS),
-		Placeholders: []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey},
-		Name:         s.name, Namespace: b.in.ObjectNamespace,
-		Keys: []remote.KeyCopy{
-			{FieldPath: "data[" + corev1.TLSCertKey + "]", ToFieldPath: "data[" + corev1.TLSCertKey + "]"},
-			{FieldPath: "data[" + corev1.TLSPrivateKeyKey + "]", ToFieldPath: "data[" + corev1.TLSPrivateKeyKey + "]"},
-		},
-		Version: s.version, VersionAnnotation: names.SecretVersionAnnotation,
-	}.Object(b.spec.ProviderConfigName, s.copy.MayReference, remote.InNamespace(b.in.ObjectNamespace))
+	return b.tlsSecretCopy(s, clientCAName(b.in.GatewayName))
 }
 
 // celIssuerReady holds once a cert-manager issuer's Ready condition is True.

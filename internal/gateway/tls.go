@@ -185,8 +185,14 @@ func (s tlsSecret) renewing() bool {
 // pkg/apis/core/validation/validation.go, ValidateSecret), and its type is
 // immutable, so the first step creates it with empty values.
 func (b builder) tlsSecretObject(s tlsSecret) *remote.Object {
+	return b.tlsSecretCopy(s, s.name)
+}
+
+// tlsSecretCopy copies the kubernetes.io/tls Secret s from the control
+// plane into the gateway namespace under the name copyName.
+func (b builder) tlsSecretCopy(s tlsSecret, copyName string) *remote.Object {
 	return remote.SecretCopy{
-		Meta:         b.meta(s.name),
+		Meta:         b.meta(copyName),
 		Type:         string(corev1.SecretTypeTLS),
 		Placeholders: []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey},
 		Name:         s.name, Namespace: b.in.ObjectNamespace,
