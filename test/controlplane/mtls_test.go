@@ -138,10 +138,12 @@ func TestMutualTLS(t *testing.T) {
 
 	sc.readXDS(t, "scenario-mtls", checkMutualTLS(routeName+"-"+mtlsBackend, routeName+"-"+keyedBackend, backendCA.certPEM, issued.certPEM))
 
-	// A renewal: cert-manager's Issuing condition, as `cmctl renew` sets
-	// it (cert-manager v1.21.2 internal/cmctl renew; the trigger
-	// controller leaves a Certificate with Issuing=True to the issuing
-	// controllers). Nothing may leave True while the new certificate
+	// A renewal: the Certificate's Issuing=True condition, which is what
+	// `cmctl renew` sets (cmctl is a module of its own, not run here). In
+	// cert-manager v1.21.2 the trigger controller does nothing to a
+	// Certificate already Issuing, and the key manager and request manager
+	// act on it (pkg/controller/certificates/trigger, keymanager,
+	// requestmanager). Nothing may leave True while the new certificate
 	// reaches Envoy.
 	renewal := time.Now()
 	sc.renewCertificate(t)
@@ -160,9 +162,12 @@ func TestMutualTLS(t *testing.T) {
 	sc.noFalseSince(t, renewal, "the renewal")
 
 	// An issuer the user runs on the gateway cluster instead: a
-	// ClusterIssuer of type CA. cert-manager reissues from it (the issued
-	// Secret's issuer annotations no longer match, a trigger of its
-	// trigger controller); the previous certificate serves meanwhile, so
+	// ClusterIssuer of type CA. cert-manager reissues from it: the issued
+	// Secret's issuer annotations no longer match the Certificate's
+	// issuerRef (cert-manager v1.21.2
+	// internal/controller/certificates/policies/checks.go,
+	// SecretIssuerAnnotationsMismatch, one of the trigger controller's
+	// policies); the previous certificate serves meanwhile, so
 	// nothing leaves True, and the CA the function cannot see is no longer
 	// published.
 	corpCA := newLongCA(t, "corp CA")
