@@ -12,8 +12,8 @@
 // shared informers), and nothing else: no leader election, no metrics or
 // healthz servers, no ACME, Vault or Venafi, no certificate-shim. The
 // webhook is not run either: it validates and defaults, and the
-// CertificateRequest approver below approves requests for the built-in
-// issuers without it.
+// CertificateRequest approver below sets Approved=True on every request
+// without it (pkg/controller/certificaterequests/approver).
 package main
 
 import (
