@@ -1,11 +1,15 @@
 package fn
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/function-sdk-go/logging"
@@ -255,4 +259,32 @@ func manifest(rsp *fnv1.RunFunctionResponse, name string) obj {
 func status(rsp *fnv1.RunFunctionResponse) obj {
 	st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(obj)
 	return st
+}
+
+// noLeak runs the function on req with a logger at full verbosity and
+// fails the test if the response or the log holds any of secrets, named
+// what in the failure.
+func noLeak(t *testing.T, req *fnv1.RunFunctionRequest, secrets []string, what string) {
+	t.Helper()
+	var logs bytes.Buffer
+	log := logging.NewLogrLogger(funcr.New(func(prefix, args string) { logs.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 10}))
+	rsp, err := New(log).RunFunction(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := protojson.Marshal(rsp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if logs.Len() == 0 {
+		t.Fatal("the logger recorded nothing; the log check would prove nothing")
+	}
+	for _, k := range secrets {
+		if bytes.Contains(out, []byte(k)) {
+			t.Errorf("%s leaked into the response: %s", what, out)
+		}
+		if strings.Contains(logs.String(), k) {
+			t.Errorf("%s leaked into the logs: %s", what, logs.String())
+		}
+	}
 }
