@@ -100,18 +100,18 @@ func (b builder) readClientCert(req compose.Request) *clientCert {
 		case len(items) == 0:
 			s.problem = fmt.Sprintf("the CA Secret %q does not exist in %q on the control plane; create it (type kubernetes.io/tls, the CA's certificate and key) or fix spec.backendTLS.clientCertificate.caSecretRef", r.Name, b.in.ObjectNamespace)
 		default:
-			md, _ := items[0]["metadata"].(map[string]any)
-			s.version, _ = md["resourceVersion"].(string)
-			data, _ := items[0]["data"].(map[string]any)
-			crt, _ := data[corev1.TLSCertKey].(string)
-			key, _ := data[corev1.TLSPrivateKeyKey].(string)
+			var data map[string]any
+			var missing []string
+			var mismatch bool
+			s.version, data, missing, mismatch = readTLSData(items[0])
 			switch {
-			case crt == "" || key == "":
+			case len(missing) > 0:
 				s.problem = fmt.Sprintf("the CA Secret %q in %q on the control plane lacks tls.crt or tls.key; cert-manager's CA issuer needs both", r.Name, b.in.ObjectNamespace)
-			case keyMismatch(data):
+			case mismatch:
 				s.problem = fmt.Sprintf("the CA Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; put the CA's own key in tls.key", r.Name, b.in.ObjectNamespace)
 			default:
 				s.present = true
+				crt, _ := data[corev1.TLSCertKey].(string)
 				if pem, err := base64.StdEncoding.DecodeString(crt); err == nil {
 					out.caPEM = string(pem)
 				}

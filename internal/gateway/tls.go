@@ -71,19 +71,13 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 		case len(items) == 0:
 			s.problem = fmt.Sprintf("the TLS Secret %q does not exist in %q on the control plane; create it (type kubernetes.io/tls) or fix spec.tls.certificateRefs", r.Name, b.in.ObjectNamespace)
 		default:
-			md, _ := items[0]["metadata"].(map[string]any)
-			s.version, _ = md["resourceVersion"].(string)
-			data, _ := items[0]["data"].(map[string]any)
 			var missing []string
-			for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
-				if v, _ := data[k].(string); v == "" {
-					missing = append(missing, k)
-				}
-			}
+			var mismatch bool
+			s.version, _, missing, mismatch = readTLSData(items[0])
 			switch {
 			case len(missing) > 0:
 				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane has no %s; add the certificate and key", r.Name, b.in.ObjectNamespace, strings.Join(missing, " or "))
-			case keyMismatch(data):
+			case mismatch:
 				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; Envoy refuses the pair, and Envoy Gateway does not check it, so it is not copied to the gateway cluster: put the certificate's own key in tls.key", r.Name, b.in.ObjectNamespace)
 			default:
 				s.present = true
@@ -176,6 +170,21 @@ func (s tlsSecret) serving() bool { return s.copy.Delivered || s.copy.LiveVersio
 // the gateway cluster is on its way there.
 func (s tlsSecret) renewing() bool {
 	return !s.copy.Delivered && s.copy.LiveVersion != "" && s.copy.LiveVersion != s.version
+}
+
+// readTLSData reads a required kubernetes.io/tls Secret: its
+// resourceVersion, its data, which of tls.crt and tls.key it lacks, and
+// whether tls.key is not the key of tls.crt (keyMismatch).
+func readTLSData(item map[string]any) (version string, data map[string]any, missing []string, mismatch bool) {
+	md, _ := item["metadata"].(map[string]any)
+	version, _ = md["resourceVersion"].(string)
+	data, _ = item["data"].(map[string]any)
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if v, _ := data[k].(string); v == "" {
+			missing = append(missing, k)
+		}
+	}
+	return version, data, missing, len(missing) == 0 && keyMismatch(data)
 }
 
 // tlsSecretObject is the certificateRef's kubernetes.io/tls Secret in the
