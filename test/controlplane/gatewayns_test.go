@@ -33,11 +33,20 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
+// writeVerbs are the audit verbs that change an object.
+var writeVerbs = []string{"create", "update", "patch", "delete"}
+
 // namespaceWrites returns the completed, successful, non-dry-run writes of
-// the namespace name in the API server's audit log, in order.
+// the namespace name in the API server's audit log, in the order the API
+// server received them. Reads are logged too, and are left out. The log is
+// not in that order: the API server logs a request's ResponseComplete
+// event after it has written the response (k8s.io/apiserver
+// endpoints/filters/audit.go, WithAudit), so a reader's GET that the
+// response made possible can be logged before the write it saw.
 func (c *cluster) namespaceWrites(name string) ([]auditEvent, error) {
 	b, err := os.ReadFile(c.auditLog)
 	if err != nil {
@@ -51,12 +60,13 @@ func (c *cluster) namespaceWrites(name string) ([]auditEvent, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue // a line being written
 		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.ObjectRef.Resource != "namespaces" || e.ObjectRef.Name != name ||
+		if e.Stage != "ResponseComplete" || !slices.Contains(writeVerbs, e.Verb) || e.ObjectRef == nil || e.ObjectRef.Resource != "namespaces" || e.ObjectRef.Name != name ||
 			e.ResponseStatus == nil || e.ResponseStatus.Code/100 != 2 || strings.Contains(e.RequestURI, "dryRun=") {
 			continue
 		}
 		out = append(out, e)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RequestReceivedTimestamp.Before(out[j].RequestReceivedTimestamp) })
 	return out, nil
 }
 
