@@ -562,9 +562,9 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	// A live gateway and route: their creation opened their circuit
 	// breakers, whose cooldown passes while the API server's request
 	// rate at rest is measured.
-	rest, _ := sc.restPastBreakers(t)
+	rest, _, cpu := sc.restPastBreakers(t)
 	sc.sp.record("scenario-3", evRateAtRest, rest.total)
-	t.Logf("at rest, one gateway and one model: %s", rest)
+	t.Logf("at rest, one gateway and one model: %s; CPU %s", rest, cpu)
 	// Pods of the new template are held, so the old ones surely remain
 	// while the function and the provider look.
 	s.kubelet.setHold(true)

@@ -56,13 +56,14 @@ func TestScale100(t *testing.T) {
 		"metadata": map[string]any{"name": scale100Secret, "namespace": teamControlNS},
 		"type":     "Opaque", "data": map[string]any{apiKeyField: key},
 	}})
-	created := time.Now()
+	created, cpu := time.Now(), c.ps.cpu()
 	names := make([]string, scale100Routes)
 	for i := range names {
 		names[i] = fmt.Sprintf("model-%03d", i)
 		c.apply(sc.ctx, keyedRoute(names[i], fmt.Sprintf("m%03d.%s.svc.cluster.local", i, teamControlNS), scale100Secret))
 	}
 	sc.allRouting(t, "scale-100", names, created)
+	t.Logf("CPU from the routes' creation until all routed: %s", c.ps.cpu().since(cpu))
 	sc.followRollout(t, "scale-100", names, created, extProcImage+"-upgrade.100")
 	sc.allAccepted(t, "scale-100")
 	w.check(t)

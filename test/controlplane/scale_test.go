@@ -32,7 +32,7 @@ const (
 // gateway down and back up (followRollout).
 func (sc *scenarios) scale(t *testing.T) {
 	sc.newKeyedRoute(t)
-	created := time.Now()
+	created, cpu := time.Now(), sc.c.ps.cpu()
 	var names []string
 	for i := range scaleRoutes {
 		name := fmt.Sprintf("scale-%02d", i)
@@ -40,6 +40,7 @@ func (sc *scenarios) scale(t *testing.T) {
 		sc.c.apply(sc.ctx, scaleRoute(name, i))
 	}
 	sc.allRouting(t, "scale", names, created)
+	t.Logf("CPU from the routes' creation until all routed: %s", sc.c.ps.cpu().since(cpu))
 	sc.sp.record("scale", "backends-per-route", scaleBackends)
 	sc.followRollout(t, "scale", names, created, extProcImage+"-upgrade.2")
 	sc.allAccepted(t, "scale")
@@ -90,7 +91,7 @@ func followGoal(routes int) time.Duration {
 func (sc *scenarios) followRollout(t *testing.T, key string, names []string, created time.Time, image string) {
 	t.Helper()
 	c, w := sc.c, sc.w
-	rest, restFrom := sc.restPastBreakers(t)
+	rest, restFrom, restCPU := sc.restPastBreakers(t)
 	restWrites := c.writesBetween(restFrom, restFrom.Add(restWindow))
 	sc.sp.record(key, evRateAtRest, rest.total)
 	sc.sp.record(key, "apiserver-writes-per-second-at-rest", restWrites.total)
@@ -98,11 +99,12 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 		sc.sp.record(key, "apiserver-writes-per-second-at-rest-"+k, v)
 	}
 	objects := sc.countObjects(t)
-	t.Logf("at rest, one gateway and %d models: %s; writes %s, for %d composed Objects (goal: at most %.1f/s, one per Object per minute)",
-		len(names), rest, restWrites, objects, float64(objects)/60)
+	t.Logf("at rest, one gateway and %d models: %s; writes %s, for %d composed Objects (goal: at most %.1f/s, one per Object per minute); CPU %s",
+		len(names), rest, restWrites, objects, float64(objects)/60, restCPU)
 
 	start, err := c.countRequests(sc.ctx)
 	must(t, err)
+	cpu := c.ps.cpu()
 	before := c.modelRouteReconciles(sc.ctx)
 	c.restartAIGateway(sc.ctx, sc.s.up, image)
 	sc.eventually(t, waitSettle, "GatewayReady=False for the rollout", func(ctx context.Context) string {
@@ -132,6 +134,7 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 	end, err := c.countRequests(sc.ctx)
 	must(t, err)
 	t.Logf("Crossplane during the rollout: %s", c.modelRouteReconciles(sc.ctx).since(before))
+	t.Logf("CPU during the rollout: %s", c.ps.cpu().since(cpu))
 
 	rel := func(at time.Time) float64 { return seconds(at.Sub(start.at)) }
 	if at, ok := firstAfter(w.objectTransitions(), start.at, "True"); ok {

@@ -228,11 +228,13 @@ func clientOf(ua string) string {
 	return "suite"
 }
 
-// measureRest counts requests over restWindow while nothing changes.
-func (sc *scenarios) measureRest(t *testing.T) rate {
+// measureRest counts requests, and the CPU time of every process, over
+// restWindow while nothing changes.
+func (sc *scenarios) measureRest(t *testing.T) (rate, cpuUse) {
 	t.Helper()
 	a, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
+	cpu := sc.c.ps.cpu()
 	select {
 	case <-time.After(restWindow):
 	case <-sc.ctx.Done():
@@ -240,7 +242,7 @@ func (sc *scenarios) measureRest(t *testing.T) rate {
 	}
 	b, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
-	return sc.c.rateBetween(a, b)
+	return sc.c.rateBetween(a, b), sc.c.ps.cpu().since(cpu)
 }
 
 // firstAfter returns the first transition to status at or after since.
@@ -279,11 +281,12 @@ const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second
 
 // restPastBreakers waits out breakerQuiet, so that the next rollout meets
 // composites whose watch events flow, as on a gateway that has been live
-// for a while, and then measures the request rate at rest (measureRest):
+// for a while, and then measures the request rate and CPU at rest
+// (measureRest), from the time it returns:
 // before that, composites whose breakers their creation opened still look
 // at their gateway every few seconds (route.HeldBackRoutingRequeue), which
 // is not the rest that lasts.
-func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time) {
+func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time, cpuUse) {
 	t.Helper()
 	select {
 	case <-time.After(breakerQuiet):
@@ -291,5 +294,6 @@ func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time) {
 		t.Fatal(sc.ctx.Err())
 	}
 	from := time.Now()
-	return sc.measureRest(t), from
+	r, cpu := sc.measureRest(t)
+	return r, from, cpu
 }
