@@ -88,19 +88,28 @@ func bursts(times []time.Time, gap time.Duration) []string {
 // functionCallTimes returns when the function composed the XR of kind
 // and name between from and to, by its log, in order.
 func (c *cluster) functionCallTimes(kind, name string, from, to time.Time) ([]time.Time, error) {
+	all, err := c.functionCallsByName(kind, from, to)
+	return all[name], err
+}
+
+// functionCallsByName returns when the function composed each XR of kind
+// between from and to, by its log, in order, by the XR's name.
+func (c *cluster) functionCallsByName(kind string, from, to time.Time) (map[string][]time.Time, error) {
 	b, err := os.ReadFile(filepath.Join(c.ps.logDir, "function.log"))
 	if err != nil {
 		return nil, err
 	}
-	var out []time.Time
+	out := map[string][]time.Time{}
 	for l := range strings.SplitSeq(string(b), "\n") {
-		if !strings.Contains(l, "\tComposed\t") || !strings.Contains(l, `"xr-kind": "`+kind+`"`) || !strings.Contains(l, `"xr-name": "`+name+`"`) {
+		if !strings.Contains(l, "\tComposed\t") || !strings.Contains(l, `"xr-kind": "`+kind+`"`) {
 			continue
 		}
+		_, rest, ok := strings.Cut(l, `"xr-name": "`)
+		name, _, _ := strings.Cut(rest, `"`)
 		ts, _, _ := strings.Cut(l, "\t")
 		at, err := time.Parse(time.RFC3339Nano, ts)
-		if err == nil && !at.Before(from) && at.Before(to) {
-			out = append(out, at)
+		if ok && err == nil && !at.Before(from) && at.Before(to) {
+			out[name] = append(out[name], at)
 		}
 	}
 	return out, nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
 // The scale scenario's size: ModelRoutes on the one gateway, and backends
@@ -101,6 +102,7 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 	objects := sc.countObjects(t)
 	t.Logf("at rest, one gateway and %d models: %s; writes %s, for %d composed Objects (goal: at most %.1f/s, one per Object per minute); CPU %s",
 		len(names), rest, restWrites, objects, float64(objects)/60, restCPU)
+	sc.restReconciles(t, key, names, restFrom, restFrom.Add(restWindow))
 
 	start, err := c.countRequests(sc.ctx)
 	must(t, err)
@@ -197,6 +199,44 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 		sc.sp.record(key, "apiserver-writes-per-second-rollout-"+k, v)
 	}
 	t.Logf("during the rollout: %s; writes %s, over %s", r, writes, end.at.Sub(start.at).Round(time.Second))
+}
+
+// restReconciles logs, and records under key, how often Crossplane
+// reconciled each ModelRoute in names between from and to, by the
+// function's log: at rest a RoutingReady route should be reconciled once
+// per its TTL (a minute, response.DefaultTTL). The routes reconciled most
+// are logged with their reconcile times and conditions, which tell a short
+// TTL (RoutingReady not True, or Responsive False: route.requeueAfter)
+// from a reconcile that wakes itself (each change of a composite's status
+// is a watch event of its own: crossplane v2.2.0
+// internal/controller/apiextensions/definition/reconciler.go, SelfMapFunc).
+func (sc *scenarios) restReconciles(t *testing.T, key string, names []string, from, to time.Time) {
+	t.Helper()
+	calls, err := sc.c.functionCallsByName("ModelRoute", from, to)
+	if err != nil {
+		t.Logf("cannot count the ModelRoutes' reconciles at rest: %v", err)
+		return
+	}
+	minutes := to.Sub(from).Minutes()
+	perRoute := map[string][]string{}
+	rates := make([]float64, 0, len(names))
+	for _, n := range names {
+		perRoute[n] = bursts(calls[n], time.Second)
+		rates = append(rates, float64(len(perRoute[n]))/minutes)
+	}
+	slices.Sort(rates)
+	sc.sp.record(key, "modelroute-reconciles-per-minute-at-rest-median", rates[len(rates)/2])
+	sc.sp.record(key, "modelroute-reconciles-per-minute-at-rest-max", rates[len(rates)-1])
+	t.Logf("ModelRoute reconciles at rest, per route per minute: median %.2f, max %.2f (one a minute is the TTL)", rates[len(rates)/2], rates[len(rates)-1])
+	busiest := slices.Clone(names)
+	slices.SortStableFunc(busiest, func(a, b string) int { return len(perRoute[b]) - len(perRoute[a]) })
+	for _, n := range busiest[:min(3, len(busiest))] {
+		u, _ := sc.get(sc.ctx, gvrModelRoute, teamControlNS, n)
+		t.Logf("ModelRoute %s at rest: %d reconciles at %v; RoutingReady=%s (%s), Responsive=%s (%s, since %v); watch events that reached it:\n%s", n, len(perRoute[n]), perRoute[n],
+			conditionStatus(u, route.ConditionType), conditionReason(u, route.ConditionType),
+			conditionStatus(u, "Responsive"), conditionReason(u, "Responsive"), condition(u, "Responsive")["lastTransitionTime"],
+			sc.w.spendsBetween(teamControlNS+"/"+n, from, to))
+	}
 }
 
 // countObjects counts the composed Objects on the control plane.
