@@ -181,15 +181,18 @@ func (w *world) spendsBetween(key string, from, to time.Time) string {
 
 // reconcileStats is what Crossplane's controller-runtime metrics say of the
 // ModelRoute controller so far: reconciles, and the seconds they and their
-// wait in the work queue took in all.
+// wait in the work queue took in all, and reconciles by result
+// (controller_runtime_reconcile_total: success, error, requeue, which
+// Crossplane returns on a conflict, and requeue_after, a TTL).
 type reconcileStats struct {
 	reconciles, reconcileSecs, queued, queueSecs float64
+	byResult                                     map[string]float64
 }
 
 // modelRouteReconciles reads Crossplane's /metrics for the ModelRoute
 // controller (its name holds the XRD's plural, modelroutes).
 func (c *cluster) modelRouteReconciles(ctx context.Context) reconcileStats {
-	var st reconcileStats
+	st := reconcileStats{byResult: map[string]float64{}}
 	body, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/metrics", c.xpMetrics), "")
 	if err != nil {
 		c.tb.Logf("cannot read Crossplane's metrics: %v", err)
@@ -213,6 +216,11 @@ func (c *cluster) modelRouteReconciles(ctx context.Context) reconcileStats {
 			st.queued += v
 		case strings.HasPrefix(l, "workqueue_queue_duration_seconds_sum{"):
 			st.queueSecs += v
+		case strings.HasPrefix(l, "controller_runtime_reconcile_total{"):
+			if _, rest, ok := strings.Cut(l, `result="`); ok {
+				result, _, _ := strings.Cut(rest, `"`)
+				st.byResult[result] += v
+			}
 		}
 	}
 	return st
@@ -224,8 +232,14 @@ func (st reconcileStats) since(before reconcileStats) string {
 	if n <= 0 || q <= 0 {
 		return "no ModelRoute reconciles"
 	}
-	return fmt.Sprintf("%.0f ModelRoute reconciles, %.2fs each on average, after %.2fs in the work queue on average",
-		n, (st.reconcileSecs-before.reconcileSecs)/n, (st.queueSecs-before.queueSecs)/q)
+	results := make([]string, 0, len(st.byResult))
+	for _, r := range slices.Sorted(maps.Keys(st.byResult)) {
+		if d := st.byResult[r] - before.byResult[r]; d > 0 {
+			results = append(results, fmt.Sprintf("%s %.0f", r, d))
+		}
+	}
+	return fmt.Sprintf("%.0f ModelRoute reconciles (%s), %.2fs each on average, after %.2fs in the work queue on average",
+		n, strings.Join(results, ", "), (st.reconcileSecs-before.reconcileSecs)/n, (st.queueSecs-before.queueSecs)/q)
 }
 
 // functionCalls returns the function's log lines of its calls for the

@@ -234,7 +234,7 @@ func (sc *scenarios) measureRest(t *testing.T) (rate, cpuUse) {
 	t.Helper()
 	a, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
-	cpu := sc.c.ps.cpu()
+	cpu, xp := sc.c.ps.cpu(), sc.c.modelRouteReconciles(sc.ctx)
 	select {
 	case <-time.After(restWindow):
 	case <-sc.ctx.Done():
@@ -242,6 +242,7 @@ func (sc *scenarios) measureRest(t *testing.T) (rate, cpuUse) {
 	}
 	b, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
+	t.Logf("Crossplane at rest: %s", sc.c.modelRouteReconciles(sc.ctx).since(xp))
 	return sc.c.rateBetween(a, b), sc.c.ps.cpu().since(cpu)
 }
 
