@@ -181,9 +181,11 @@ func (w *world) spendsBetween(key string, from, to time.Time) string {
 
 // reconcileStats is what Crossplane's controller-runtime metrics say of the
 // ModelRoute controller so far: reconciles, and the seconds they and their
-// wait in the work queue took in all, and reconciles by result
-// (controller_runtime_reconcile_total: success, error, requeue, which
-// Crossplane returns on a conflict, and requeue_after, a TTL).
+// wait in the work queue took in all, and reconciles by how they ended
+// (controller_runtime_reconcile_total's result: error; requeue, which
+// Crossplane returns on a conflict; requeue_after, a result with a TTL;
+// success: controller-runtime v0.23 pkg/internal/controller/controller.go,
+// reconcileHandler). The result says nothing of what started a reconcile.
 type reconcileStats struct {
 	reconciles, reconcileSecs, queued, queueSecs float64
 	byResult                                     map[string]float64

@@ -28,7 +28,8 @@ type cpuSample struct {
 }
 
 // cpu samples the CPU time of every process the suite started that still
-// runs, by process group (each is started in one of its own: start), and
+// runs, by process group (each is started in one of its own: startWith's
+// and startIsolated's Setpgid), and
 // of the suite's own process. It answers where two cores went while the
 // control plane was slow: the suite cannot tell that from the API server.
 func (ps *procs) cpu() cpuSample {
@@ -44,11 +45,6 @@ func (ps *procs) cpu() cpuSample {
 			continue // gone since the listing
 		}
 		byGroup[st.PGRP] += st.CPUTime()
-		if st.PGRP != p.PID {
-			// A leader not in a group of its own (startIsolated) counts
-			// by its pid too.
-			byGroup[-p.PID] = st.CPUTime()
-		}
 	}
 	ps.mu.Lock()
 	started := append([]*proc(nil), ps.all...)
@@ -58,11 +54,7 @@ func (ps *procs) cpu() cpuSample {
 			continue
 		}
 		pid := p.cmd.Process.Pid
-		v, ok := byGroup[pid]
-		if !ok {
-			v = byGroup[-pid]
-		}
-		s.seconds[p.name], s.pids[p.name] = v, pid
+		s.seconds[p.name], s.pids[p.name] = byGroup[pid], pid
 	}
 	if self, err := procfs.Self(); err == nil {
 		if st, err := self.Stat(); err == nil {
@@ -108,7 +100,7 @@ func (u cpuUse) String() string {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return u.seconds[names[i]] > u.seconds[names[j]] })
-	total, capacity := u.total(), u.wall.Seconds()*float64(cores())
+	total, capacity := u.total(), u.wall.Seconds()*float64(runtime.NumCPU())
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		if u.seconds[n] < 0.05 {
@@ -117,12 +109,7 @@ func (u cpuUse) String() string {
 		parts = append(parts, fmt.Sprintf("%s %.1f (%.0f%%)", n, u.seconds[n], 100*u.seconds[n]/max(total, 1e-9)))
 	}
 	return fmt.Sprintf("%.1f CPU-seconds in %s, %.0f%% of %d cores: %s",
-		total, u.wall.Round(time.Second), 100*total/max(capacity, 1e-9), cores(), strings.Join(parts, ", "))
-}
-
-// cores is how many CPUs this process may run on.
-func cores() int {
-	return runtime.NumCPU()
+		total, u.wall.Round(time.Second), 100*total/max(capacity, 1e-9), runtime.NumCPU(), strings.Join(parts, ", "))
 }
 
 func TestCPUSince(t *testing.T) {
