@@ -126,6 +126,7 @@ func TestControlPlane(t *testing.T) {
 		{"5f_TLS", sc.tlsScenario},
 		{"5g_AIGatewayDown", sc.aiGatewayDown},
 		{"5h_GatewayNotReporting", sc.gatewayNotReporting},
+		{"5i_ProviderWithoutWatches", sc.watchesOff},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},
 	} {
@@ -320,9 +321,13 @@ func (sc *scenarios) composedObject(ctx context.Context, ns, composite, resource
 	return nil
 }
 
-// agree waits until the InferenceGateway reports the rollout counters of
-// the very manifest the envoy-deployment Object holds — so the function
-// and the provider looked at the same Deployment — and then requires
+// agree waits until the envoy-deployment Object holds the Envoy Deployment
+// as it is now (its uid, and its current generation or a later one) and
+// the InferenceGateway reports the rollout counters of that very manifest
+// — so the function and the provider looked at the same, current
+// Deployment: a manifest from before a template change agrees with a
+// GatewayReady from before it too, and judging that pair would judge the
+// past — and then requires
 // GatewayReady to say what the Object's Ready says: True together, or
 // False with the reason the first failing clause of the rule names. It
 // returns the settled GatewayReady status.
@@ -338,6 +343,14 @@ func (sc *scenarios) agree(t *testing.T) string {
 		manifest, ok, _ := unstructured.NestedMap(obj.Object, "status", "atProvider", "manifest")
 		if !ok {
 			return "the envoy-deployment Object has no manifest yet"
+		}
+		live := sc.envoyDeployment(ctx)
+		if live == nil {
+			return "no Envoy Deployment"
+		}
+		if uid, _, _ := unstructured.NestedString(manifest, "metadata", "uid"); uid != string(live.GetUID()) || int64At(manifest, "metadata", "generation") < live.GetGeneration() {
+			return fmt.Sprintf("the envoy-deployment Object holds generation %d of Deployment %s, which is at generation %d (uid %s): provider-kubernetes has not observed it yet",
+				int64At(manifest, "metadata", "generation"), uid, live.GetGeneration(), live.GetUID())
 		}
 		r, _, _ := unstructured.NestedMap(xr.Object, "status", "rollout")
 		got := fmt.Sprintf("%d/%d %d/%d/%d", int64At(r, "generation"), int64At(r, "observedGeneration"),
