@@ -118,6 +118,12 @@ type cluster struct {
 	auditLog    string // the API server's audit log: every request but watches, at Metadata
 	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
+	// provider is provider-kubernetes' process, and how it was started:
+	// restartProvider starts it again with or without watches.
+	provider        *proc
+	providerCerts   string
+	providerWebhook int
+
 	cfg  *rest.Config
 	dyn  dynamic.Interface
 	disc discovery.CachedDiscoveryInterface
@@ -514,20 +520,9 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 // points back at the same API server, which plays the gateway cluster,
 // with the least-privilege identity of deploy/gateway-cluster-rbac.yaml.
 func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
-	certs := c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
-	probe := c.ps.freePort()
-	p := c.ps.start("provider-kubernetes",
-		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + certs},
-		c.bins["provider-kubernetes"],
-		"--enable-watches",
-		"--sanitize-secrets",
-		"--webhook-port="+strconv.Itoa(webhookPort),
-		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", c.ps.freePort()),
-		"--health-probe-bind-addr="+fmt.Sprintf("127.0.0.1:%d", probe))
-	must(c.tb, waitFor(ctx, p, 200*time.Millisecond, "provider-kubernetes /readyz", func(ctx context.Context) (bool, error) {
-		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), "")
-		return err == nil, err
-	}))
+	c.providerCerts = c.ca.writeDir(c.tb, filepath.Join(c.dir, "provider-certs"), c.ca.server(c.tb, "provider-kubernetes"))
+	c.providerWebhook = webhookPort
+	c.runProvider(ctx, true)
 
 	user, token := c.gatewayIdentity(ctx)
 	c.gatewayUser = user
@@ -548,6 +543,39 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 	}
 	c.createTyped(ctx, gvrSecret, secret, "v1", "Secret")
 	c.apply(ctx, cpcs...)
+}
+
+// runProvider starts provider-kubernetes' process, with --enable-watches
+// or without it (the default up to v1.3.1: cmd/provider/main.go), and
+// waits until it is ready.
+func (c *cluster) runProvider(ctx context.Context, watches bool) {
+	c.tb.Helper()
+	probe := c.ps.freePort()
+	args := []string{
+		"--sanitize-secrets",
+		"--webhook-port=" + strconv.Itoa(c.providerWebhook),
+		"--metrics-bind-address=" + fmt.Sprintf("127.0.0.1:%d", c.ps.freePort()),
+		"--health-probe-bind-addr=" + fmt.Sprintf("127.0.0.1:%d", probe),
+	}
+	if watches {
+		args = append(args, "--enable-watches")
+	}
+	c.provider = c.ps.start("provider-kubernetes",
+		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + c.providerCerts},
+		c.bins["provider-kubernetes"], args...)
+	must(c.tb, waitFor(ctx, c.provider, 200*time.Millisecond, "provider-kubernetes /readyz", func(ctx context.Context) (bool, error) {
+		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), "")
+		return err == nil, err
+	}))
+}
+
+// restartProvider stops provider-kubernetes and starts it again, with
+// watches or without them, as a platform team that changes its
+// DeploymentRuntimeConfig would.
+func (c *cluster) restartProvider(ctx context.Context, watches bool) {
+	c.tb.Helper()
+	c.provider.stop(10 * time.Second)
+	c.runProvider(ctx, watches)
 }
 
 // installFunction builds this function and its package, serves the

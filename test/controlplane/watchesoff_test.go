@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+)
+
+// providerFirstPass is how long a restarted provider-kubernetes is given to
+// observe every Object once: its informers list them all at start, and
+// each is reconciled, so until that pass is over an Object may still show
+// what it saw before the restart, or already what it sees after.
+const providerFirstPass = 20 * time.Second
+
+// watchesOff is scenario 5i, issue 21's item 4 for provider-kubernetes
+// without --enable-watches (its default up to v1.3.1: cmd/provider/
+// main.go). The provider then looks at what an Object names only at its
+// --poll, ten minutes give or take a tenth, so the ModelRoute's Object of
+// the gateway-status ConfigMap keeps what it saw at the provider's start,
+// while the InferenceGateway, which Crossplane reconciles on its own spec
+// change, reports at once. A spec.auth that selects no Secret makes
+// GatewayReady False (CallerSecretsMissing) by the function's own verdict,
+// which needs no watch to be seen. The route's two views of its gateway
+// then disagree for as long as the poll is away: it must say
+// GatewayStatusStale, naming the flag, and must not spin (after
+// compose.FastFor it is looked at every route.StuckGatewayRequeue). Once
+// spec.auth is removed (its deny-all caller-auth policy goes with it) the
+// two views agree again, and the route follows within its TTL, without a
+// watch event (the lag is logged against the 2 s goal, not asserted). The provider is then restarted with watches,
+// as every other scenario runs it.
+func (sc *scenarios) watchesOff(t *testing.T) {
+	c, w := sc.c, sc.w
+	if s := wantCondition(sc.gatewayXR(sc.ctx), gateway.ConditionType, "True"); s != "" {
+		t.Fatalf("the gateway is not serving before scenario 5i: %s", s)
+	}
+	if s := wantCondition(sc.routeXR(sc.ctx), route.ConditionType, "True"); s != "" {
+		t.Fatalf("the model route is not routing before scenario 5i: %s", s)
+	}
+
+	c.restartProvider(sc.ctx, false)
+	watching := false
+	defer func() {
+		if !watching {
+			c.restartProvider(sc.ctx, true)
+		}
+	}()
+	time.Sleep(providerFirstPass)
+
+	start := time.Now()
+	sc.patchGateway(t, `{"spec":{"auth":{"method":"APIKey","apiKey":{"secretSelector":{"matchLabels":{"modelplane.ai/scenario":"5i-selects-nothing"}}}}}}`)
+	removed := false
+	defer func() {
+		if !removed {
+			sc.patchGateway(t, `{"spec":{"auth":null}}`)
+		}
+	}()
+	sc.gatewayFalse(t, "a spec.auth that selects no Secret", gateway.ReasonCallerSecretsMissing, "")
+	// The route hears of it at its TTL: its Objects do not change.
+	sc.eventually(t, waitRoute, "RoutingReady=False (GatewayStatusStale) naming --enable-watches", func(ctx context.Context) string {
+		u := sc.routeXR(ctx)
+		msg := fmt.Sprint(condition(u, route.ConditionType)["message"])
+		if st, rs := conditionStatus(u, route.ConditionType), conditionReason(u, route.ConditionType); st != "False" || rs != route.ReasonGatewayStatusStale {
+			return fmt.Sprintf("RoutingReady=%s (%s): %s", st, rs, msg)
+		}
+		if !strings.Contains(msg, "--enable-watches") || !strings.Contains(msg, gateway.ReasonCallerSecretsMissing) {
+			return "the message names neither --enable-watches nor the gateway's reason: " + msg
+		}
+		return ""
+	})
+	down, ok := firstAfter(w.routeTransitions(teamControlNS, routeName), start, "False")
+	if !ok {
+		t.Fatal("the watcher saw no RoutingReady=False transition of the model route")
+	}
+	t.Logf("scenario 5i: RoutingReady=False %.1fs after spec.auth selected nothing: %v",
+		down.Sub(start).Seconds(), condition(sc.routeXR(sc.ctx), route.ConditionType)["message"])
+
+	sc.stuckRouteReconciles(t, "5i", "the disagreement", down)
+	if s := wantCondition(sc.routeXR(sc.ctx), route.ConditionType, "False"); s != "" {
+		t.Errorf("the route left GatewayStatusStale while the provider did not watch: %s", s)
+	}
+
+	// The spec.auth of this scenario composed the caller-auth policy, which
+	// denies every caller while no Secret is selected; removing spec.auth
+	// removes it, as in scenario 5c.
+	w.allow(allowance{reason: "scenario 5i removes its spec.auth: the caller-auth policy goes", resource: "securitypolicies", namespace: gatewayNS, name: names.CallerPolicy(gatewayXRName)})
+	if o := sc.composedObject(sc.ctx, objectNS, gatewayXRName, gateway.ResourceCallerAuth); o != nil {
+		w.allow(allowance{reason: "scenario 5i removes its spec.auth: the caller-auth policy's Object goes", resource: "objects", namespace: objectNS, name: o.GetName()})
+	}
+	fixedAt := time.Now()
+	sc.patchGateway(t, `{"spec":{"auth":null}}`)
+	removed = true
+	sc.eventually(t, waitRoute, "GatewayReady and RoutingReady True once spec.auth is removed, without watches", func(ctx context.Context) string {
+		if s := wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True"); s != "" {
+			return "the gateway: " + s
+		}
+		return wantCondition(sc.routeXR(ctx), route.ConditionType, "True")
+	})
+	// Without watches the route looks every route.StuckGatewayRequeue.
+	sc.recordRecovery(t, "5i", "spec.auth was removed", fixedAt)
+
+	c.restartProvider(sc.ctx, true)
+	watching = true
+	sc.noDeletions(t)
+	w.check(t)
+}
