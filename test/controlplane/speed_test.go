@@ -89,7 +89,7 @@ func (s *speeds) write(t *testing.T) {
 			return
 		}
 		if err := os.WriteFile(p, append(b, '\n'), 0o600); err != nil {
-			t.Errorf("cannot write %s=%s: %v", timelineEnv, p, err)
+			t.Errorf("cannot write %s=%s: %v (a relative path starts in test/controlplane, where go test runs the suite: give an absolute one)", timelineEnv, p, err)
 		}
 	}
 }
