@@ -37,7 +37,7 @@ func TestScale100(t *testing.T) {
 	// Left out of the slow suites' go test, where it would share the
 	// cores with the other packages' tests and measure them too: CI
 	// (.ci/run) runs it on its own afterwards, as make controlplane-scale
-	// does. It takes about as long as the rest of the control-plane suite.
+	// does.
 	if os.Getenv(scale100Env) == "" {
 		t.Skipf("set %s=1 (make controlplane-scale) to run it; .ci/run runs it after the slow suites", scale100Env)
 	}

@@ -13,9 +13,12 @@ import (
 )
 
 // providerFirstPass is how long a restarted provider-kubernetes is given to
-// observe every Object once: its informers list them all at start, and
-// each is reconciled, so until that pass is over an Object may still show
-// what it saw before the restart, or already what it sees after.
+// observe every Object once: its Object informer's initial list is
+// delivered as a create event per Object (controller-runtime v0.24.1, the
+// provider's: pkg/internal/source/event_handler.go, OnAdd), and each is
+// reconciled, so until that pass is over an Object may still show what it
+// saw before the restart, or already what it sees after. The suite's few
+// dozen Objects take seconds; the margin is for a loaded machine.
 const providerFirstPass = 20 * time.Second
 
 // watchesOff is scenario 5i, issue 21's item 4 for provider-kubernetes
