@@ -105,7 +105,22 @@ func TestControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole control plane; builds its binaries on the first run")
 	}
-	sc := bringUp(t)
+	// Registered before bringUp, so that it runs after the processes are
+	// stopped and their logs printed: CI shows the head and the tail of a
+	// failed test's output, and the tail is then where it failed.
+	var failed []string
+	var sc *scenarios
+	t.Cleanup(func() {
+		if sc != nil {
+			sc.w.mu.Lock()
+			failed = append(failed, sc.w.violations...)
+			sc.w.mu.Unlock()
+		}
+		if len(failed) > 0 {
+			t.Logf("FAILED: %s", strings.Join(failed, "; "))
+		}
+	})
+	sc = bringUp(t)
 	w := sc.w
 	defer sc.sp.write(t)
 	all := true
@@ -134,6 +149,8 @@ func TestControlPlane(t *testing.T) {
 		// control plane; after a failure the rest would only mislead.
 		if !t.Run(step.name, step.fn) {
 			all = false
+			failed = append(failed, "scenario "+step.name)
+			failed = append(failed, sc.gaveUp...)
 			break
 		}
 	}
@@ -253,6 +270,10 @@ type scenarios struct {
 	// begin is when the test began, before the binaries were built.
 	begin time.Time
 
+	// gaveUp holds the messages of the waits that gave up, for the
+	// summary TestControlPlane prints last.
+	gaveUp []string
+
 	// lostFinalizers counts the objects whose deletion AI Gateway's lost
 	// finalizer removal held and the suite released by hand
 	// (aigwfinalizer_test.go).
@@ -271,7 +292,9 @@ func (sc *scenarios) eventually(t *testing.T, wait time.Duration, what string, c
 		return last == "", nil
 	})
 	if last != "" {
-		t.Fatalf("gave up after %s waiting for %s: %s", wait, what, last)
+		msg := fmt.Sprintf("gave up after %s waiting for %s: %s", wait, what, last)
+		sc.gaveUp = append(sc.gaveUp, msg)
+		t.Fatal(msg)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
 // A proc is one process the test started, in a process group of its own.
@@ -149,6 +151,9 @@ func (ps *procs) stopAll() {
 			ps.tb.Logf("--- %s (exited early: %t, %v), last lines of %s:\n%s", p.name, early, p.err, p.log, tail(p.log, 40))
 		}
 	}
+	if failed {
+		ps.keepLogs()
+	}
 	// No process the test started, nor anything they forked, may be left:
 	// each carries the run's id in its environment.
 	if left := survivors(ps.runID); len(left) > 0 {
@@ -162,6 +167,49 @@ func (ps *procs) stopAll() {
 			ps.tb.Errorf("port %d still accepts connections after every process was stopped", port)
 		}
 	}
+}
+
+// keepLogs copies the processes' logs (the API server's audit log among
+// them) to bin/controlplane-logs/<test>-<time> at the repository root:
+// the test's temporary directory, where they are written, is removed when
+// it ends, and a failure is read from them afterwards.
+func (ps *procs) keepLogs() {
+	root, err := toolchain.Root()
+	if err != nil {
+		ps.tb.Logf("cannot keep the logs: %v", err)
+		return
+	}
+	dst := filepath.Join(root, "bin", "controlplane-logs", strings.ReplaceAll(ps.tb.Name(), "/", "_")+"-"+time.Now().Format("20060102T150405"))
+	logs, _ := filepath.Glob(filepath.Join(ps.logDir, "*.log"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		ps.tb.Logf("cannot keep the logs: %v", err)
+		return
+	}
+	for _, l := range logs {
+		if err := copyFile(l, filepath.Join(dst, filepath.Base(l))); err != nil {
+			ps.tb.Logf("cannot keep %s: %v", l, err)
+		}
+	}
+	ps.tb.Logf("the logs are kept in %s", dst)
+}
+
+// copyFile copies the file src to dst, streaming: the audit log of a long
+// run is large.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // runIDEnv names the environment variable that marks every process one
