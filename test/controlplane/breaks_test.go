@@ -66,10 +66,13 @@ var breaks = []deliberateBreak{{
 			"\tcase v.Ready:\n\t\tv = rollout.Verdict{Failed: []rollout.Check{rollout.NoReplicaAvailable}}\n\t}\n" +
 			"\te.rollout = v\n",
 	}},
-	// Scenario 1: the first pods, without the sidecar, are ready while
-	// the sidecar rollout's are held; the world sees GatewayReady=True
-	// beside the XR's own counters of that unfinished rollout.
-	caughtBy: "with rollout counters of an unfinished rollout",
+	// Scenario 1, while AI Gateway's filter-config Secret is held: the
+	// first pods, without the sidecar, are ready, so readyReplicas
+	// reaches spec.replicas and the break says GatewayReady=True while no
+	// pod can serve a model. (Before that hold was added, it was caught
+	// later, by GatewayReady=True beside the XR's own counters of an
+	// unfinished rollout.)
+	caughtBy: "GatewayReady=True while AI Gateway's filter-config Secret was missing",
 }, {
 	name: "route-gated-on-gateway",
 	what: "the model's AIGatewayRoute composed only while the gateway is GatewayReady, and dropped otherwise, " +
