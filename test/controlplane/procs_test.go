@@ -151,7 +151,7 @@ func (ps *procs) stopAll() {
 			ps.tb.Logf("--- %s (exited early: %t, %v), last lines of %s:\n%s", p.name, early, p.err, p.log, tail(p.log, 40))
 		}
 	}
-	if failed {
+	if failed || os.Getenv(keepLogsEnv) != "" {
 		ps.keepLogs()
 	}
 	// No process the test started, nor anything they forked, may be left:
@@ -211,6 +211,10 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// keepLogsEnv, when set, keeps the logs of a run that passed too
+// (keepLogs), for a look at how it went.
+const keepLogsEnv = "CONTROLPLANE_KEEP_LOGS"
 
 // runIDEnv names the environment variable that marks every process one
 // run of the suite starts. A parent (TestBreaksAreCaught) sets it for its
