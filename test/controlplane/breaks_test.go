@@ -69,9 +69,7 @@ var breaks = []deliberateBreak{{
 	// Scenario 1, while AI Gateway's filter-config Secret is held: the
 	// first pods, without the sidecar, are ready, so readyReplicas
 	// reaches spec.replicas and the break says GatewayReady=True while no
-	// pod can serve a model. (Before that hold was added, it was caught
-	// later, by GatewayReady=True beside the XR's own counters of an
-	// unfinished rollout.)
+	// pod can serve a model.
 	caughtBy: "GatewayReady=True while AI Gateway's filter-config Secret was missing",
 }, {
 	name: "route-gated-on-gateway",
