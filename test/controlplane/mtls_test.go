@@ -399,10 +399,19 @@ func (sc *scenarios) noFalseSince(t *testing.T, start time.Time, what string) {
 		}
 	}
 	for r, ts := range sc.w.allRouteTransitions() {
+		failed := false
 		for _, tr := range ts {
 			if tr.at.After(start) && tr.status != "True" {
 				t.Errorf("%s: ModelRoute %s went RoutingReady=%s (%s) at %s: %s", what, r, tr.status, tr.reason, tr.at.Format("15:04:05.000"), tr.message)
+				failed = true
 			}
+		}
+		if failed {
+			// What came just before tells a flicker from a step that had
+			// not settled when this one began.
+			from := start.Add(-30 * time.Second)
+			t.Logf("%s: seconds from %s, GatewayReady:\n%sRoutingReady of %s:\n%s", what, start.Format("15:04:05.000"),
+				formatTransitions(start, since(gw, from)), r, formatTransitions(start, since(ts, from)))
 		}
 	}
 }
