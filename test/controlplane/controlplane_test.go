@@ -166,6 +166,7 @@ func TestControlPlane(t *testing.T) {
 	t.Logf("changes seen, by resource: %v", w.eventCounts())
 	obs, viol := w.sidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
+	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.replaysSeen()))
 	if sc.lostFinalizers > 0 {
 		t.Logf("UPSTREAM %s: %d AI Gateway finalizers were lost and removed by hand in scenario 6 (see its log)", upstreamFinalizerIssue, sc.lostFinalizers)
 	}

@@ -145,9 +145,10 @@ type world struct {
 	reported   int // violations already reported
 	checks     int // agreement checks made on Object events
 	gwTrans    []transition
-	objTrans   []transition // Ready of the envoy-deployment Object
-	rtTrans    []transition
-	byRoute    map[string][]transition // RoutingReady of every ModelRoute, by namespace/name
+	objTrans   []transition              // Ready of the envoy-deployment Object
+	byRoute    map[string][]transition   // RoutingReady of every ModelRoute, by namespace/name
+	pending    map[string]*pendingReplay // conditions Crossplane replayed, not judged yet (replay_test.go)
+	replays    []replay
 	suspect    *suspect                // GatewayReady=True beside unfinished rollout counters
 	synced     map[string][]transition // Synced of the gateway's Objects, by resource name
 	secrets    []secretValue           // values no Object or XR may ever hold
@@ -191,7 +192,7 @@ var watchedForDeletion = []schema.GroupVersionResource{
 func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, teamNS string) *world {
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
 		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
-		events: map[string]int{}, sidecar: sidecarState{
+		events: map[string]int{}, byRoute: map[string][]transition{}, pending: map[string]*pendingReplay{}, sidecar: sidecarState{
 			pods: map[string]*corev1.Pod{}, routingReady: map[string]bool{}, reported: map[string]bool{},
 		}}
 	ctx, cancel := context.WithCancel(ctx)
@@ -429,6 +430,7 @@ func (w *world) onObject(u *unstructured.Unstructured, now time.Time) {
 func (w *world) routeTransitions(ns, name string) []transition {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.promoteLocked(time.Now())
 	return slices.Clone(w.byRoute[ns+"/"+name])
 }
 
@@ -441,15 +443,21 @@ func (w *world) objectTransitions() []transition {
 }
 
 // onGateway records GatewayReady transitions and checks that GatewayReady
-// is True only with rollout counters that describe a finished rollout.
+// is True only with rollout counters that describe a finished rollout. A
+// condition Crossplane replayed from its cache is neither (replay_test.go).
 func (w *world) onGateway(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, gateway.ConditionType), conditionReason(u, gateway.ConditionType)
 	msg, _ := condition(u, gateway.ConditionType)["message"].(string)
+	cur := transition{at: now, status: st, reason: reason, message: msg}
 	w.mu.Lock()
-	if n := len(w.gwTrans); st != "" && (n == 0 || w.gwTrans[n-1].status != st || w.gwTrans[n-1].reason != reason) {
-		w.gwTrans = append(w.gwTrans, transition{at: now, status: st, reason: reason, message: msg})
+	verdict, record := w.judgeLocked(gatewayKey, gateway.ConditionType, lastOf(w.gwTrans), &cur, u, now)
+	if record {
+		w.gwTrans = append(w.gwTrans, cur)
 	}
 	w.mu.Unlock()
+	if !verdict {
+		return
+	}
 	if st != "True" {
 		w.clearSuspect()
 		return
@@ -482,30 +490,33 @@ func (w *world) clearSuspect() {
 	w.mu.Unlock()
 }
 
-// onRoute records RoutingReady transitions.
+// onRoute records RoutingReady transitions; not one Crossplane replayed
+// from its cache (replay_test.go).
 func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, "RoutingReady"), conditionReason(u, "RoutingReady")
 	msg, _ := condition(u, "RoutingReady")["message"].(string)
-	w.mu.Lock()
+	cur := transition{at: now, status: st, reason: reason, message: msg}
 	k := u.GetNamespace() + "/" + u.GetName()
-	if w.byRoute == nil {
-		w.byRoute = map[string][]transition{}
+	w.mu.Lock()
+	verdict, record := w.judgeLocked(k, "RoutingReady", lastOf(w.byRoute[k]), &cur, u, now)
+	if record {
+		w.byRoute[k] = append(w.byRoute[k], cur)
 	}
-	if ts := w.byRoute[k]; st != "" && (len(ts) == 0 || ts[len(ts)-1].status != st || ts[len(ts)-1].reason != reason) {
-		w.byRoute[k] = append(ts, transition{at: now, status: st, reason: reason, message: msg})
-	}
-	w.sidecar.routingReady[k] = st == "True"
-	if u.GetNamespace() != teamControlNS || u.GetName() != routeName {
-		w.mu.Unlock()
-		return
-	}
-	if n := len(w.rtTrans); st != "" && (n == 0 || w.rtTrans[n-1].status != st || w.rtTrans[n-1].reason != reason) {
-		w.rtTrans = append(w.rtTrans, transition{at: now, status: st, reason: reason, message: msg})
+	if verdict {
+		w.sidecar.routingReady[k] = cur.status == "True"
 	}
 	w.mu.Unlock()
-	if st == "True" {
-		w.tl.mark(tlRoutingReady, now)
+	if verdict && cur.status == "True" && u.GetNamespace() == teamControlNS && u.GetName() == routeName {
+		w.tl.mark(tlRoutingReady, cur.at)
 	}
+}
+
+// lastOf returns the last of ts, or nil.
+func lastOf(ts []transition) *transition {
+	if len(ts) == 0 {
+		return nil
+	}
+	return &ts[len(ts)-1]
 }
 
 // syncedTransitions renders the Synced changes of the gateway's Objects.
@@ -523,8 +534,9 @@ func (w *world) syncedTransitions(t0 time.Time) string {
 func (w *world) lastTransition() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.promoteLocked(time.Now())
 	var last time.Time
-	for _, ts := range [][]transition{w.gwTrans, w.rtTrans} {
+	for _, ts := range [][]transition{w.gwTrans, w.byRoute[teamControlNS+"/"+routeName]} {
 		if n := len(ts); n > 0 && ts[n-1].at.After(last) {
 			last = ts[n-1].at
 		}
@@ -536,7 +548,8 @@ func (w *world) lastTransition() time.Time {
 func (w *world) transitions() (gw, rt []transition) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.gwTrans), slices.Clone(w.rtTrans)
+	w.promoteLocked(time.Now())
+	return slices.Clone(w.gwTrans), slices.Clone(w.byRoute[teamControlNS+"/"+routeName])
 }
 
 func formatTransitions(t0 time.Time, ts []transition) string {

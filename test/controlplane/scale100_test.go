@@ -70,6 +70,7 @@ func TestScale100(t *testing.T) {
 	w.check(t)
 	obs, viol := w.sidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
+	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.replaysSeen()))
 }
 
 // hostedBackend names keyedRoute's keyed backend.
