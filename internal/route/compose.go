@@ -270,13 +270,14 @@ const (
 	// StartRequeue is the TTL of a ModelRoute whose watch events are held
 	// back, in the first StartFor of a wait for something other than its
 	// gateway. A new keyed ModelRoute takes four steps, each seen only by
-	// looking, because its breaker opens within a second of its creation
-	// (control-plane scenario 7: at +0.8 s): its credential Object created,
-	// the reference added once the provider recorded the Secret's create,
-	// the keyed backend added once the provider synced the reference, and
-	// RoutingReady once AI Gateway accepted the route. Each step is ready a
-	// few hundred milliseconds after the one before, so a look every second
-	// spends most of a new route's first five seconds waiting.
+	// looking, because the first changes of its composed Objects empty its
+	// breaker's bucket soon after its creation (internal/compose/requeue.go
+	// says what they cost): its credential Object created, the reference
+	// added once the provider recorded the Secret's create, the keyed
+	// backend added once the provider synced the reference, and
+	// RoutingReady once AI Gateway accepted the route. Each step is ready
+	// a moment after the one before, so a look every second would spend
+	// most of a new route's first seconds waiting.
 	StartRequeue = 500 * time.Millisecond
 	// StartFor bounds StartRequeue: at most twenty looks a wait, each of
 	// which applies every composed Object once.
