@@ -140,21 +140,6 @@ func TestTTL(t *testing.T) {
 			req:    newRequest(t, routeXR(ab...), observedRoute(true), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}),
 			want:   NotReadyTTL,
 		},
-		"RouteNewKeyHeldBack": {
-			reason: "A new keyed ModelRoute whose breaker opened at its creation waits for its key's copy: each step is seen only by looking, so look every half second at first.",
-			req:    newRequest(t, routeResponsive(routeXR(ab...), now, "False"), withoutKeyCopy(), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
-			want:   route.StartRequeue,
-		},
-		"RouteKeyHeldBackFor30s": {
-			reason: "Waiting for the key's copy for 30 s, past route.StartFor: every second, as any wait.",
-			req:    newRequest(t, routeResponsive(routeWaitingSince(routeXR(ab...), now.Add(-30*time.Second), "WaitingForCredentials"), now.Add(-30*time.Second), "False"), withoutKeyCopy(), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
-			want:   compose.FastRequeue,
-		},
-		"RouteNewKeyResponsive": {
-			reason: "A ModelRoute whose watch events arrive waits for the key copy's event: the not-ready default.",
-			req:    newRequest(t, routeResponsive(routeXR(ab...), now, "True"), withoutKeyCopy(), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
-			want:   NotReadyTTL,
-		},
 		"Fatal": {
 			reason: "A Fatal result keeps the default TTL: the input needs a person, not a quicker retry.",
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": 7}), nil, nil),
@@ -179,22 +164,6 @@ func TestTTL(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withoutKeyCopy is observedRoute(true) before provider-kubernetes has
-// observed the copy of backend a's key: a new route's first step.
-func withoutKeyCopy() map[string]obj {
-	o := observedRoute(true)
-	delete(o, "credential-a")
-	return o
-}
-
-// routeWaitingSince gives a ModelRoute the RoutingReady condition False
-// for reason, in a not-ready spell that began at.
-func routeWaitingSince(xr obj, at time.Time, reason string) obj {
-	ts := at.UTC().Format(time.RFC3339)
-	xr["status"] = obj{"notReadySince": ts, "conditions": []any{obj{"type": "RoutingReady", "status": "False", "reason": reason, "lastTransitionTime": ts}}}
-	return xr
 }
 
 // crossplaneWritesStatus is the observed composite of the next reconcile:

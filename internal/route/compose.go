@@ -267,21 +267,6 @@ const (
 	// (compose.SlowRequeue): with a hundred routes created at once, a
 	// second would be a thousand writes a second.
 	HeldBackRoutingRequeue = compose.SlowRequeue
-	// StartRequeue is the TTL of a ModelRoute whose watch events are held
-	// back, in the first StartFor of a wait for something other than its
-	// gateway. A new keyed ModelRoute takes four steps, each seen only by
-	// looking, because the first changes of its composed Objects empty its
-	// breaker's bucket soon after its creation (internal/compose/requeue.go
-	// says what they cost): its credential Object created, the reference
-	// added once the provider recorded the Secret's create, the keyed
-	// backend added once the provider synced the reference, and
-	// RoutingReady once AI Gateway accepted the route. Each step is ready
-	// a moment after the one before, so a look every second would spend
-	// most of a new route's first seconds waiting.
-	StartRequeue = 500 * time.Millisecond
-	// StartFor bounds StartRequeue: at most twenty looks a wait, each of
-	// which applies every composed Object once.
-	StartFor = 10 * time.Second
 )
 
 // requeueAfter is how soon a ModelRoute that is not RoutingReady should be
@@ -332,8 +317,7 @@ const (
 //
 // While Crossplane's circuit breaker holds the watch events back (a new
 // ModelRoute's own creation burst does, for the cooldown), any other wait
-// starts at StartRequeue for StartFor, then backs off from a second
-// (compose.Backoff), and a RoutingReady that is
+// backs off from a second (compose.Backoff), and a RoutingReady that is
 // True is looked at again every HeldBackRoutingRequeue: the gateway's
 // change would otherwise reach it only through the breaker's half-open
 // probe, one event in 30 s (crossplane v2.2.0 internal/circuit/
@@ -352,8 +336,6 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, sinc
 		return d
 	}
 	switch {
-	case since != nil && heldBack && req.Now.Sub(since.Time) < StartFor:
-		return StartRequeue
 	case since != nil && heldBack:
 		return compose.Backoff(since.Time, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched:
