@@ -33,7 +33,9 @@ import (
 // keep Crossplane from writing it. The world tells one apart by who wrote
 // it: the API server records, per field, the last manager that changed it
 // (managedFields), and only the apply carries conditions read from the
-// cache; the function's conditions arrive with Crossplane's update.
+// cache; the function's conditions arrive with Crossplane's update. It
+// judges so a ModelRoute's RoutingReady; the InferenceGateway's
+// GatewayReady is recorded whole (onGateway says why).
 
 // xrStatusApplier is the field manager of Crossplane's server-side apply of
 // an XR's status (crossplane v2.2.0 composite/composition_functions.go,
@@ -152,18 +154,10 @@ func (w *world) promoteLocked(now time.Time) {
 			continue
 		}
 		w.stoodLocked(key, p, now)
-		if key == gatewayKey {
-			w.gwTrans = append(w.gwTrans, p.tr)
-			continue
-		}
 		w.byRoute[key] = append(w.byRoute[key], p.tr)
 		w.sidecar.routingReady[key] = p.tr.status == "True"
 	}
 }
-
-// gatewayKey is the suite's InferenceGateway among the world's keys, which
-// are a ModelRoute's namespace/name otherwise.
-const gatewayKey = "InferenceGateway " + gatewayXRName
 
 // replaysSeen returns the replays recorded so far.
 func (w *world) replaysSeen() []replay {

@@ -23,8 +23,11 @@ import (
 const (
 	scaleRoutes   = 10
 	scaleBackends = 16
-	// waitScale bounds the wait for every route of the scale scenario.
-	waitScale = 12 * time.Minute
+	// waitScale bounds the wait for every route of the scale scenarios.
+	// It is a bound on a wait, not a goal: 100 routes are routing 6.5 to 9
+	// minutes after their creation on a quiet two-core machine, and later
+	// when it is slower; the time is recorded and reported either way.
+	waitScale = 20 * time.Minute
 )
 
 // scale is scenario 7: a new keyed ModelRoute on the ready gateway
