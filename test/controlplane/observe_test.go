@@ -446,10 +446,9 @@ func (w *world) objectTransitions() []transition {
 // is True only with rollout counters that describe a finished rollout.
 //
 // Every change is recorded, a replay of Crossplane's included
-// (replay_test.go): the judge's grace held a gateway verdict back from the
-// scenarios that read the transitions right after the API server showed
-// it (TestScale100's rollout, once), and no gateway replay has failed a
-// check yet.
+// (replay_test.go): the judge's grace would hold a gateway verdict back
+// from the checks that read the transitions right after the API server
+// showed it (followRollout).
 func (w *world) onGateway(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, gateway.ConditionType), conditionReason(u, gateway.ConditionType)
 	msg, _ := condition(u, gateway.ConditionType)["message"].(string)
