@@ -14,25 +14,33 @@ import (
 // TestRequeueAfterWaitsForPerson checks that a False GatewayReady backs off
 // from its spell's start only while it waits for a controller: a missing
 // Secret, TLS or callers', and a lost cluster wait for a person, and leave
-// the TTL to the caller.
+// the TTL to the caller. The back-off's steps are written out (a second for
+// the first two minutes of a spell, then five seconds until ten minutes,
+// then the caller's TTL), not computed by the code under test.
 func TestRequeueAfterWaitsForPerson(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	since := metav1.NewTime(now.Add(-30 * time.Second))
 	req := compose.Request{Input: &v1beta1.Input{}, Composite: map[string]any{}, Now: now}
 	cases := map[string]struct {
 		reason string
+		spell  time.Duration
 		want   time.Duration
 	}{
-		"TLSSecretMissing":         {reason: ReasonTLSSecretMissing, want: 0},
-		"CallerSecretsMissing":     {reason: ReasonCallerSecretsMissing, want: 0},
-		"ClusterAlreadyHasGateway": {reason: ReasonClusterAlreadyHasGateway, want: 0},
-		"OldReplicasPresent":       {reason: ReasonOldReplicasPresent, want: compose.Backoff(since.Time, now)},
+		"TLSSecretMissing":           {reason: ReasonTLSSecretMissing, spell: 30 * time.Second, want: 0},
+		"CallerSecretsMissing":       {reason: ReasonCallerSecretsMissing, spell: 30 * time.Second, want: 0},
+		"ClusterAlreadyHasGateway":   {reason: ReasonClusterAlreadyHasGateway, spell: 30 * time.Second, want: 0},
+		"OldReplicasPresentAt30s":    {reason: ReasonOldReplicasPresent, spell: 30 * time.Second, want: time.Second},
+		"OldReplicasPresentAt1m59s":  {reason: ReasonOldReplicasPresent, spell: 119 * time.Second, want: time.Second},
+		"OldReplicasPresentAt2m":     {reason: ReasonOldReplicasPresent, spell: 2 * time.Minute, want: 5 * time.Second},
+		"OldReplicasPresentAt9m59s":  {reason: ReasonOldReplicasPresent, spell: 599 * time.Second, want: 5 * time.Second},
+		"OldReplicasPresentAt10m":    {reason: ReasonOldReplicasPresent, spell: 10 * time.Minute, want: 0},
+		"ListenersNotProgrammedAt1s": {reason: ReasonListenersNotProgrammed, spell: time.Second, want: time.Second},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			since := metav1.NewTime(now.Add(-tc.spell))
 			got := requeueAfter(req, compose.Condition{Type: ConditionType, Reason: tc.reason}, &since, time.Time{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("requeueAfter(%s): -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("requeueAfter(%s, spell %s): -want, +got:\n%s", tc.reason, tc.spell, diff)
 			}
 		})
 	}
