@@ -77,11 +77,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, _ := req.Composite["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	ns, _ := md["namespace"].(string)
-	if name == "" || ns == "" {
-		return nil, errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
+	name, ns, err := compositeName(req.Composite)
+	if err != nil {
+		return nil, err
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	inRoute := observedBackendRefs(req)
@@ -94,23 +92,11 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	var p compose.Problems
 
 	gw := readGateway(req)
-	if !gw.verdict.Ready {
-		p.Add(gw.reason, gw.why)
-	}
+	gw.judge(&p)
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
-	switch {
-	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.caDelivering) == 0 && len(bs.placing) == 0:
-		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key, its CA, or the gateway's client certificate it requires", len(spec.Backends)))
-	case len(bs.delivering) > 0:
-		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
-	case len(bs.caDelivering) > 0:
-		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the CA certificates of backends %s have not reached the gateway cluster yet; they join the route once they have", strings.Join(bs.caDelivering, ", ")))
-	}
-	if len(bs.placing) > 0 {
-		p.Add(ReasonWaitingForBackends, fmt.Sprintf("backends %s join the route once their Backend and AIServiceBackend exist on the gateway cluster; until then the route serves the others. Lasting, the backend-<name> and aibackend-<name> Objects' Synced message", strings.Join(bs.placing, ", ")))
-	}
+	bs.judge(&p, len(spec.Backends))
 	accepted, err := routeAccepted(req, &p)
 	if err != nil {
 		return nil, err
@@ -127,13 +113,30 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		b.compose(res, model, refs, bs, accepted, served)
 	}
 
-	c := p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(bs.usable), len(spec.Backends), len(tiers)))
+	c := routingReady(&p, model, len(bs.usable), len(spec.Backends), len(tiers))
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)
 	res.RequeueAfter = requeueAfter(req, &p, gw, since)
 	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since}
 	return res, nil
+}
+
+// compositeName is the ModelRoute's name and namespace.
+func compositeName(xr map[string]any) (name, ns string, err error) {
+	md, _ := xr["metadata"].(map[string]any)
+	name, _ = md["name"].(string)
+	ns, _ = md["namespace"].(string)
+	if name == "" || ns == "" {
+		return "", "", errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
+	}
+	return name, ns, nil
+}
+
+// routingReady is the ModelRoute's RoutingReady condition: the first of
+// its problems, or the model routing to its usable backends.
+func routingReady(p *compose.Problems, model string, usable, total, tiers int) compose.Condition {
+	return p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, usable, total, tiers))
 }
 
 func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
@@ -431,6 +434,8 @@ func conditionStatus(ready bool) string {
 	return "False"
 }
 
+// readGateway reads the InferenceGateway the ModelRoute names, and judges
+// it (published).
 func readGateway(req compose.Request) gatewayView {
 	items, resolved := req.Required[requireGateway]
 	switch {
@@ -458,6 +463,13 @@ func readGateway(req compose.Request) gatewayView {
 	}
 	published(req.Observed, verdict, gwName, &v)
 	return v
+}
+
+// judge adds the gateway's reason to p while it is not ready.
+func (v gatewayView) judge(p *compose.Problems) {
+	if !v.verdict.Ready {
+		p.Add(v.reason, v.why)
+	}
 }
 
 // backends is what the function knows of each backend's API key.
@@ -578,6 +590,23 @@ func readBackends(req compose.Request, spec *Spec, route string, inRoute map[str
 		}
 	}
 	return bs
+}
+
+// judge adds to p why backends are not in the route: none usable, keys
+// or CAs on their way, or objects not on the gateway cluster yet. total is
+// the number of backends in the spec.
+func (bs backends) judge(p *compose.Problems, total int) {
+	switch {
+	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.caDelivering) == 0 && len(bs.placing) == 0:
+		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key, its CA, or the gateway's client certificate it requires", total))
+	case len(bs.delivering) > 0:
+		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
+	case len(bs.caDelivering) > 0:
+		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the CA certificates of backends %s have not reached the gateway cluster yet; they join the route once they have", strings.Join(bs.caDelivering, ", ")))
+	}
+	if len(bs.placing) > 0 {
+		p.Add(ReasonWaitingForBackends, fmt.Sprintf("backends %s join the route once their Backend and AIServiceBackend exist on the gateway cluster; until then the route serves the others. Lasting, the backend-<name> and aibackend-<name> Objects' Synced message", strings.Join(bs.placing, ", ")))
+	}
 }
 
 // isPlaced reports whether a backend is in the observed route, or its
