@@ -1,60 +1,12 @@
 package route
 
 import (
-	"fmt"
-
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
-)
-
-// ConditionType is the condition this package reports on a ModelRoute.
-const ConditionType = "RoutingReady"
-
-// Reasons for RoutingReady, in the order the user must act on them.
-const (
-	// ReasonAccepted: the gateway is ready, AI Gateway accepted the route
-	// and Envoy Gateway accepted and resolved the HTTPRoute it generated.
-	ReasonAccepted = "RouteAccepted"
-	// ReasonWaitingForGateway: the InferenceGateway is missing or not
-	// GatewayReady.
-	ReasonWaitingForGateway = "WaitingForGateway"
-	// ReasonGatewayNotReporting: the InferenceGateway's GatewayReady is
-	// Unknown or missing: its last reconcile failed before it could report
-	// (a Fatal result, or its function could not be called).
-	ReasonGatewayNotReporting = "GatewayNotReporting"
-	// ReasonGatewayLostCluster: the InferenceGateway composes nothing on its
-	// cluster, which another InferenceGateway serves
-	// (gateway.ReasonClusterAlreadyHasGateway).
-	ReasonGatewayLostCluster = "GatewayLostCluster"
-	// ReasonGatewayStatusStale: the InferenceGateway's GatewayReady and the
-	// gateway-status ConfigMap the ModelRoute observes disagree, so one of
-	// them is behind.
-	ReasonGatewayStatusStale = "GatewayStatusStale"
-	// ReasonNoUsableBackends: no backend can be used; every one lacks its
-	// API key.
-	ReasonNoUsableBackends = "NoUsableBackends"
-	// ReasonWaitingForCredentials: a backend's API key has not reached the
-	// gateway cluster yet, so the backend is not in the route yet.
-	ReasonWaitingForCredentials = "WaitingForCredentials"
-	// ReasonWaitingForBackends: a backend not in the route yet waits for
-	// its Backend and AIServiceBackend to exist on the gateway cluster
-	// before it joins the route (readBackends says why).
-	ReasonWaitingForBackends = "WaitingForBackends"
-	// ReasonWaitingForRoute: AI Gateway has not accepted the route yet.
-	ReasonWaitingForRoute = "WaitingForRoute"
-	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
-	// HTTPRoute AI Gateway generated, or cannot resolve its backends.
-	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
-)
-
-// Requirement names.
-const (
-	requireGateway      = "gateway"
-	requireSecretPrefix = "secret-"
 )
 
 // Composer composes ModelRoutes.
@@ -125,12 +77,8 @@ func compositeName(xr map[string]any) (name, ns string, err error) {
 	return name, ns, nil
 }
 
-// routingReady is the ModelRoute's RoutingReady condition: the first of
-// its problems, or the model routing to its usable backends.
-func routingReady(p *compose.Problems, model string, usable, total, tiers int) compose.Condition {
-	return p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, usable, total, tiers))
-}
-
+// newBuilder is the builder of the ModelRoute name in namespace ns,
+// attached to the gateway gw.
 func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
 	return builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
@@ -203,23 +151,3 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 
 // ready reports whether an observed Object is live and Ready.
 func (b builder) ready(n string) bool { return remote.ReadyIn(b.observed, n) }
-
-// requirements asks for the InferenceGateway by name, and for each API-key
-// Secret by name in the ModelRoute's own namespace.
-func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[string]compose.Requirement {
-	gv := req.Input.InferenceGatewayAPIVersion
-	if gv == "" {
-		gv = apiVersion
-	}
-	out := map[string]compose.Requirement{
-		requireGateway: {APIVersion: gv, Kind: gateway.Kind, Name: spec.GatewayName},
-	}
-	for _, be := range spec.Backends {
-		if be.APIKey != nil {
-			n := be.APIKey.SecretRef.Name
-			out[requireSecretPrefix+n] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: n, Namespace: ns}
-		}
-	}
-	caRequirements(spec, ns, out)
-	return out
-}
