@@ -1,68 +1,12 @@
 package route
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
-
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
-	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
-)
-
-// ConditionType is the condition this package reports on a ModelRoute.
-const ConditionType = "RoutingReady"
-
-// Reasons for RoutingReady, in the order the user must act on them.
-const (
-	// ReasonAccepted: the gateway is ready, AI Gateway accepted the route
-	// and Envoy Gateway accepted and resolved the HTTPRoute it generated.
-	ReasonAccepted = "RouteAccepted"
-	// ReasonWaitingForGateway: the InferenceGateway is missing or not
-	// GatewayReady.
-	ReasonWaitingForGateway = "WaitingForGateway"
-	// ReasonGatewayNotReporting: the InferenceGateway's GatewayReady is
-	// Unknown or missing: its last reconcile failed before it could report
-	// (a Fatal result, or its function could not be called).
-	ReasonGatewayNotReporting = "GatewayNotReporting"
-	// ReasonGatewayLostCluster: the InferenceGateway composes nothing on its
-	// cluster, which another InferenceGateway serves
-	// (gateway.ReasonClusterAlreadyHasGateway).
-	ReasonGatewayLostCluster = "GatewayLostCluster"
-	// ReasonGatewayStatusStale: the InferenceGateway's GatewayReady and the
-	// gateway-status ConfigMap the ModelRoute observes disagree, so one of
-	// them is behind.
-	ReasonGatewayStatusStale = "GatewayStatusStale"
-	// ReasonNoUsableBackends: no backend can be used; every one lacks its
-	// API key.
-	ReasonNoUsableBackends = "NoUsableBackends"
-	// ReasonWaitingForCredentials: a backend's API key has not reached the
-	// gateway cluster yet, so the backend is not in the route yet.
-	ReasonWaitingForCredentials = "WaitingForCredentials"
-	// ReasonWaitingForBackends: a backend not in the route yet waits for
-	// its Backend and AIServiceBackend to exist on the gateway cluster
-	// before it joins the route (readBackends says why).
-	ReasonWaitingForBackends = "WaitingForBackends"
-	// ReasonWaitingForRoute: AI Gateway has not accepted the route yet.
-	ReasonWaitingForRoute = "WaitingForRoute"
-	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
-	// HTTPRoute AI Gateway generated, or cannot resolve its backends.
-	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
-)
-
-// Requirement names.
-const (
-	requireGateway      = "gateway"
-	requireSecretPrefix = "secret-"
 )
 
 // Composer composes ModelRoutes.
@@ -77,11 +21,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, _ := req.Composite["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	ns, _ := md["namespace"].(string)
-	if name == "" || ns == "" {
-		return nil, errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
+	name, ns, err := compositeName(req.Composite)
+	if err != nil {
+		return nil, err
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	inRoute := observedBackendRefs(req)
@@ -94,23 +36,11 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	var p compose.Problems
 
 	gw := readGateway(req)
-	if !gw.verdict.Ready {
-		p.Add(gw.reason, gw.why)
-	}
+	gw.judge(&p)
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
-	switch {
-	case len(bs.usable) == 0 && len(bs.delivering) == 0 && len(bs.caDelivering) == 0 && len(bs.placing) == 0:
-		p.Add(ReasonNoUsableBackends, fmt.Sprintf("none of the %d backends can be used: every one lacks its API key, its CA, or the gateway's client certificate it requires", len(spec.Backends)))
-	case len(bs.delivering) > 0:
-		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the API keys of backends %s have not reached the gateway cluster yet; provider-kubernetes copies them from the control plane", strings.Join(bs.delivering, ", ")))
-	case len(bs.caDelivering) > 0:
-		p.Add(ReasonWaitingForCredentials, fmt.Sprintf("the CA certificates of backends %s have not reached the gateway cluster yet; they join the route once they have", strings.Join(bs.caDelivering, ", ")))
-	}
-	if len(bs.placing) > 0 {
-		p.Add(ReasonWaitingForBackends, fmt.Sprintf("backends %s join the route once their Backend and AIServiceBackend exist on the gateway cluster; until then the route serves the others. Lasting, the backend-<name> and aibackend-<name> Objects' Synced message", strings.Join(bs.placing, ", ")))
-	}
+	bs.judge(&p, len(spec.Backends))
 	accepted, err := routeAccepted(req, &p)
 	if err != nil {
 		return nil, err
@@ -127,7 +57,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		b.compose(res, model, refs, bs, accepted, served)
 	}
 
-	c := p.Condition(ConditionType, ReasonAccepted, fmt.Sprintf("model %q routes to %d of %d backends in %d priority tiers", model, len(bs.usable), len(spec.Backends), len(tiers)))
+	c := routingReady(&p, model, len(bs.usable), len(spec.Backends), len(tiers))
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)
@@ -136,6 +66,19 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	return res, nil
 }
 
+// compositeName is the ModelRoute's name and namespace.
+func compositeName(xr map[string]any) (name, ns string, err error) {
+	md, _ := xr["metadata"].(map[string]any)
+	name, _ = md["name"].(string)
+	ns, _ = md["namespace"].(string)
+	if name == "" || ns == "" {
+		return "", "", errors.New("cannot compose ModelRoute: it has no metadata.name or metadata.namespace; ModelRoute must be a namespaced composite")
+	}
+	return name, ns, nil
+}
+
+// newBuilder is the builder of the ModelRoute name in namespace ns,
+// attached to the gateway gw.
 func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
 	return builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
@@ -208,520 +151,3 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 
 // ready reports whether an observed Object is live and Ready.
 func (b builder) ready(n string) bool { return remote.ReadyIn(b.observed, n) }
-
-// requirements asks for the InferenceGateway by name, and for each API-key
-// Secret by name in the ModelRoute's own namespace.
-func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[string]compose.Requirement {
-	gv := req.Input.InferenceGatewayAPIVersion
-	if gv == "" {
-		gv = apiVersion
-	}
-	out := map[string]compose.Requirement{
-		requireGateway: {APIVersion: gv, Kind: gateway.Kind, Name: spec.GatewayName},
-	}
-	for _, be := range spec.Backends {
-		if be.APIKey != nil {
-			n := be.APIKey.SecretRef.Name
-			out[requireSecretPrefix+n] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: n, Namespace: ns}
-		}
-	}
-	caRequirements(spec, ns, out)
-	return out
-}
-
-// gatewayView is what a ModelRoute knows of its InferenceGateway.
-type gatewayView struct {
-	// spec is nil while the gateway is unresolved, missing or unreadable.
-	spec    *gateway.RouteView
-	verdict gateway.Verdict
-	address string
-	// reason is RoutingReady's reason while the gateway is not ready, why
-	// its message.
-	reason, why string
-	// watched: the gateway-status ConfigMap is observed with the gateway's
-	// verdict, and its changes wake the ModelRoute.
-	watched bool
-	// resumed is when the ConfigMap says the gateway began to report
-	// again after a reconcile that could not, if it says so.
-	resumed time.Time
-}
-
-// Requeue intervals of a ModelRoute that waits for its gateway
-// (requeueAfter says why).
-const (
-	// WatchedGatewayRequeue is the TTL while both the InferenceGateway and
-	// the gateway-status ConfigMap say the gateway is not ready.
-	WatchedGatewayRequeue = time.Minute
-	// StuckGatewayRequeue is the TTL once a gateway that is not reporting,
-	// has lost its cluster, or whose two verdicts disagree, has stayed so
-	// for compose.FastFor; GatewayLostCluster has it from the start.
-	StuckGatewayRequeue = 10 * time.Second
-	// HeldBackRoutingRequeue is the TTL of a RoutingReady ModelRoute
-	// whose watch events Crossplane's circuit breaker holds back, for at
-	// most the breaker's cooldown. The breaker opens at a ModelRoute's
-	// creation, whose every composed Object changes several times (the
-	// provider's finalizer, its create annotations, its status: two
-	// tokens each), so for a few minutes after it a route can only learn
-	// of its gateway by looking. Each look applies every composed Object
-	// once, so it is no faster than the InferenceGateway's own
-	// (compose.SlowRequeue): with a hundred routes created at once, a
-	// second would be a thousand writes a second.
-	HeldBackRoutingRequeue = compose.SlowRequeue
-)
-
-// requeueAfter is how soon a ModelRoute that is not RoutingReady should be
-// reconciled again, or 0 for the caller's default. since is the start of
-// its not-ready spell, which for a ModelRoute restarts with every new
-// reason (compose.NotReadySince, perReason): each reason waits for a
-// different party, and a new wait deserves its own fast start.
-//
-// What a ModelRoute waits for reaches it as watch events of its composed
-// Objects: the gateway-status ConfigMap, the route, the generated
-// HTTPRoute, the credentials. Crossplane does not watch the
-// InferenceGateway, a required resource (crossplane v2.2.0
-// internal/controller/apiextensions/composite/reconciler.go watches only
-// composed resources), so a change of GatewayReady alone wakes no
-// ModelRoute; only the TTL or a change of the ConfigMap does.
-//
-//   - Both say not ready (WaitingForGateway, watched): the gateway's
-//     recovery changes the ConfigMap, whose watch event wakes the
-//     ModelRoute; resting costs nothing (WatchedGatewayRequeue).
-//   - GatewayStatusStale: the two disagree. Usually one is a moment behind
-//     the other: the ConfigMap changes first, on the gateway cluster, and
-//     the InferenceGateway's status a moment later, after Crossplane has
-//     applied every composed resource; its event has already woken the
-//     ModelRoute, and only the TTL brings the status that follows, so the
-//     first compose.FastFor of the disagreement looks again every
-//     compose.FastRequeue: a recovery is followed within 2 s. Without
-//     --enable-watches (off by default up to provider-kubernetes v1.3:
-//     v1.3.1 cmd/provider/main.go, enable-watches and poll) the
-//     ConfigMap's Object refreshes only at the provider's --poll, ten
-//     minutes by default: then StuckGatewayRequeue.
-//     A recovery still reaches the ModelRoute within a watch event when the
-//     Object catches up (Crossplane watches it), or, when the Object
-//     already showed True, within StuckGatewayRequeue.
-//   - GatewayNotReporting: nothing was applied for the gateway while it
-//     failed, and its status and reason in the ConfigMap are often what
-//     they were before, so the gateway's first reconcile that reports again
-//     writes when it did into the ConfigMap
-//     (gateway.StatusKeyReportingSince), whose event wakes the ModelRoute.
-//     compose.FastRequeue for compose.FastFor, then StuckGatewayRequeue;
-//     and compose.FastRequeue again, for compose.FastFor from that time,
-//     once the ConfigMap says the gateway reports again since this spell
-//     began, since its event may come before the InferenceGateway's status.
-//   - GatewayLostCluster: the other InferenceGateway must go, or this one
-//     move, both a person's acts; the winner's deletion removes its
-//     ConfigMap and this gateway's first reconcile on the cluster composes
-//     its own, and each wakes the ModelRoute through the watch, so
-//     StuckGatewayRequeue from the start.
-//
-// While Crossplane's circuit breaker holds the watch events back (a new
-// ModelRoute's own creation burst does, for the cooldown), any other wait
-// backs off from a second (compose.Backoff), and a RoutingReady that is
-// True is looked at again every HeldBackRoutingRequeue: the gateway's
-// change would otherwise reach it only through the breaker's half-open
-// probe, one event in 30 s (crossplane v2.2.0 internal/circuit/
-// token_bucket.go, halfOpenInterval), or the one-minute default TTL. Waiting for the gateway and
-// for something else at once leaves the TTL to the caller's default: the
-// other thing's watch event, or the default, comes first.
-func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) time.Duration {
-	heldBack := compose.WatchesHeldBack(req.Composite, req.Now, req.Input.CircuitBreakerCooldown.Duration)
-	switch {
-	case p.None() && heldBack:
-		return HeldBackRoutingRequeue
-	case p.None():
-		return 0
-	}
-	if d, ok := gatewayWaitRequeue(req, p, gw, since); ok {
-		return d
-	}
-	switch {
-	case since != nil && heldBack:
-		return compose.Backoff(since.Time, req.Now)
-	case p.Only(ReasonWaitingForGateway) && gw.watched:
-		return WatchedGatewayRequeue
-	}
-	return 0
-}
-
-// gatewayWaitRequeue is the TTL of a ModelRoute that waits only for a
-// gateway that does not report, lost its cluster, or whose two verdicts
-// disagree (requeueAfter says why each), and whether it waits so.
-func gatewayWaitRequeue(req compose.Request, p *compose.Problems, gw gatewayView, since *metav1.Time) (time.Duration, bool) {
-	fastThenStuck := func() time.Duration {
-		if since != nil && req.Now.Sub(since.Time) < compose.FastFor {
-			return compose.FastRequeue
-		}
-		return StuckGatewayRequeue
-	}
-	switch {
-	case p.Only(ReasonGatewayLostCluster):
-		return StuckGatewayRequeue, true
-	case p.Only(ReasonGatewayNotReporting) && since != nil && !gw.resumed.Before(since.Time) && req.Now.Sub(gw.resumed) < compose.FastFor:
-		// The ConfigMap says the gateway reports again, and woke this
-		// ModelRoute; its condition follows in a moment.
-		return compose.FastRequeue, true
-	case p.Only(ReasonGatewayNotReporting), p.Only(ReasonGatewayStatusStale):
-		return fastThenStuck(), true
-	}
-	return 0, false
-}
-
-// published judges the gateway from both places the function writes its
-// verdict: the InferenceGateway's GatewayReady condition, and the
-// gateway-status ConfigMap on the gateway cluster, which this ModelRoute
-// watches. The gateway is ready only when both say so. Either may lag the
-// other: Crossplane writes the composite's status after it has applied the
-// composed resources, and the ConfigMap reaches the gateway cluster
-// through provider-kubernetes, and this ModelRoute's Object of it follows
-// through the provider's watch or poll. Trusting only the ConfigMap would
-// let a slow provider keep a ModelRoute ready after its gateway stopped
-// being; trusting only the condition would leave the ModelRoute without a
-// wake-up call. It reads the ConfigMap only when the condition can be
-// compared with it: a gateway that does not report wrote no ConfigMap
-// since, and one that lost its cluster never wrote the one there (it is
-// per cluster: the winner's). It fills in v's verdict, reason and message
-// (of the gateway named name), and whether the ConfigMap is watched.
-func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name string, v *gatewayView) {
-	v.verdict, v.reason = fromXR, ReasonWaitingForGateway
-	quoted := fromXR.Reason
-	if fromXR.Message != "" {
-		quoted += `: "` + fromXR.Message + `"`
-	}
-	o, ok := obs[ResourceGatewayStatus]
-	data, _, _ := unstructured.NestedStringMap(o.Manifest(), "data")
-	if ok && o.Live() {
-		v.resumed, _ = time.Parse(time.RFC3339, data[gateway.StatusKeyReportingSince])
-	}
-	switch {
-	case !fromXR.Reported && fromXR.Reason == gateway.VerdictNotReported:
-		v.reason = ReasonGatewayNotReporting
-		v.why = fmt.Sprintf("the InferenceGateway %q has not reported %s yet", name, gateway.ConditionType)
-		return
-	case !fromXR.Reported:
-		v.reason = ReasonGatewayNotReporting
-		v.why = fmt.Sprintf("the InferenceGateway %q does not report %s (%s); its last reconcile applied nothing, because its composition function returned a Fatal result or could not be called: see its events and Synced condition", name, gateway.ConditionType, quoted)
-		return
-	case fromXR.Reason == gateway.ReasonClusterAlreadyHasGateway:
-		v.reason = ReasonGatewayLostCluster
-		v.why = fmt.Sprintf("the InferenceGateway %q composes nothing on its cluster, which another InferenceGateway serves (%s)", name, quoted)
-		return
-	}
-	ready, reason := data[gateway.StatusKeyReady], data[gateway.StatusKeyReason]
-	v.watched = ok && o.Live() && ready != "" && reason != ""
-	switch {
-	case v.watched && (ready == "True") != fromXR.Ready:
-		v.verdict = gateway.Verdict{Reported: true, Reason: reason}
-		v.reason = ReasonGatewayStatusStale
-		v.why = fmt.Sprintf("the gateway-status ConfigMap on the gateway cluster says gatewayReady=%s (%s) while the InferenceGateway %q says %s=%s (%s); one of the two is behind: the ConfigMap's Object follows within a watch event when provider-kubernetes runs with --enable-watches, only at its --poll otherwise",
-			ready, reason, name, gateway.ConditionType, conditionStatus(fromXR.Ready), fromXR.Reason)
-	case !fromXR.Ready:
-		v.why = fmt.Sprintf("the InferenceGateway %q is not %s (%s)", name, gateway.ConditionType, fromXR.Reason)
-		if fromXR.Message != "" {
-			v.why += ": " + fromXR.Message
-		}
-	}
-}
-
-// conditionStatus spells a condition's status.
-func conditionStatus(ready bool) string {
-	if ready {
-		return "True"
-	}
-	return "False"
-}
-
-func readGateway(req compose.Request) gatewayView {
-	items, resolved := req.Required[requireGateway]
-	switch {
-	case !resolved:
-		return gatewayView{reason: ReasonWaitingForGateway, why: "the InferenceGateway has not been fetched yet"}
-	case len(items) == 0:
-		return gatewayView{reason: ReasonWaitingForGateway, why: "the InferenceGateway named by spec.gatewayName does not exist; create it or fix spec.gatewayName"}
-	}
-	gw := items[0]
-	md, _ := gw["metadata"].(map[string]any)
-	gwName, _ := md["name"].(string)
-	v := gatewayView{reason: ReasonWaitingForGateway}
-	st, _ := gw["status"].(map[string]any)
-	v.address, _ = st["address"].(string)
-	spec, err := gateway.ReadRouteView(gw)
-	if err != nil {
-		v.why = fmt.Sprintf("the InferenceGateway %q cannot be used: %v", gwName, err)
-		return v
-	}
-	v.spec = &spec
-	verdict, err := gateway.ReadVerdict(gw)
-	if err != nil {
-		v.why = fmt.Sprintf("the InferenceGateway %q has unreadable conditions: %v", gwName, err)
-		return v
-	}
-	published(req.Observed, verdict, gwName, &v)
-	return v
-}
-
-// backends is what the function knows of each backend's API key.
-type backends struct {
-	// usable backends go into the route.
-	usable []Backend
-	// delivering names backends whose key exists on the control plane but
-	// has not reached the gateway cluster yet.
-	delivering []string
-	// placing names backends not in the route yet whose
-	// Backend or AIServiceBackend is not on the gateway cluster yet.
-	placing []string
-	// caDelivering names backends not in the route yet whose CA exists on
-	// the control plane but has not reached the gateway cluster yet.
-	caDelivering []string
-	// credentials of the backends with an API key, by backend name.
-	credentials map[string]keyState
-	// cas of the backends with their own CA, by backend name.
-	cas      map[string]caState
-	warnings []string
-}
-
-// keyState is the state of one backend's API-key Secret.
-type keyState struct {
-	// withKey: the credential Object may carry the reference that copies
-	// the key (see builder.credential).
-	withKey bool
-	// delivered: the provider applied the credential with its key.
-	delivered bool
-	// version is the resourceVersion of the API-key Secret on the control
-	// plane.
-	version string
-}
-
-// readBackends sorts the backends by the state of their API keys and of
-// their objects on the gateway cluster. A backend with a key joins the
-// route once its key has reached the gateway cluster, so AI Gateway never
-// serves it with an empty Secret; a backend already in the observed route
-// stays while its key exists on the control plane, so a provider hiccup
-// never drops it.
-//
-// A backend new to a route that exists on the gateway cluster joins it
-// only once its Backend and AIServiceBackend exist there too (placed).
-// Crossplane hands the route and the new backend's objects to
-// provider-kubernetes at once, and the provider applies them in any order.
-// Should the route reach the cluster first, AI Gateway copies the new
-// backendRef into its HTTPRoute (ai-gateway v1.0.0
-// internal/controller/ai_gateway_route.go, newHTTPRoute) and Envoy Gateway
-// finds no Backend for it: an invalid destination setting (envoyproxy/
-// gateway v1.8.1 internal/gatewayapi/route.go, processHTTPRouteRules), which
-// makes the rule need a cluster per setting (internal/ir/xds.go,
-// HTTPRoute.NeedsClusterPerSetting). Envoy Gateway then routes the model
-// by weighted_clusters, one cluster per backend plus a 500 share
-// (internal/xds/translator/route.go, buildXdsWeightedRouteAction), whose
-// names AI Gateway does not recognise (internal/extensionserver/
-// post_translate_modify.go, maybeModifyCluster expects
-// httproute/<ns>/<name>/rule/<i>): no priorities and no upstream ext-proc,
-// so the serving model's fallback tier takes live traffic without its API
-// key.
-//
-// A brand-new route waits the same way: its AIGatewayRoute is composed once
-// at least one backend is placed, and names only placed backends. AI
-// Gateway v1.0.0 cannot build the HTTPRoute of an AIGatewayRoute that names
-// an AIServiceBackend it cannot find: the reconcile fails, writes
-// NotAccepted, and is retried with controller-runtime's exponential
-// back-off (internal/controller/ai_gateway_route.go, newHTTPRoute;
-// sigs.k8s.io/controller-runtime's default rate limiter, up to 1000 s).
-// The AIServiceBackend's own reconcile, once it exists, requeues the
-// routes that name it (internal/controller/ai_service_backend.go,
-// Reconcile), but every failed attempt before that is one more turn of
-// AI Gateway's single route worker (internal/controller/controller.go,
-// TypedControllerBuilderForCRD sets no MaxConcurrentReconciles, so
-// controller-runtime runs one), which a hundred new routes keep busy.
-//
-// A backend's TLS is judged first, the same way: one that requires the
-// gateway's client certificate from a gateway without one, or whose CA is
-// missing, is left out with a Warning; one whose CA has not reached the
-// gateway cluster joins the route once it has.
-func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
-	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}}
-	placed := func(be Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
-	for _, be := range spec.Backends {
-		joined := inRoute[names.Child(route, be.Name)]
-		usable, caWaiting := bs.judgeTLS(req, be, joined, gwName, gw)
-		if !usable {
-			continue
-		}
-		if be.APIKey == nil {
-			switch {
-			case caWaiting:
-				bs.caDelivering = append(bs.caDelivering, be.Name)
-			case placed(be):
-				bs.usable = append(bs.usable, be)
-			default:
-				bs.placing = append(bs.placing, be.Name)
-			}
-			continue
-		}
-		present, version, problem := apiKey(req, be)
-		cs := remote.CopyStateIn(req.Observed, prefixCredential+be.Name)
-		c := keyState{withKey: cs.MayReference, delivered: cs.Delivered, version: version}
-		bs.credentials[be.Name] = c
-		switch {
-		case problem != "":
-			bs.warnings = append(bs.warnings, problem)
-		case !present:
-			// Not fetched yet: Crossplane calls again with the Secret.
-		case joined:
-			bs.usable = append(bs.usable, be)
-		case caWaiting:
-			bs.caDelivering = append(bs.caDelivering, be.Name)
-		case c.delivered && placed(be):
-			bs.usable = append(bs.usable, be)
-		case c.delivered:
-			bs.placing = append(bs.placing, be.Name)
-		default:
-			bs.delivering = append(bs.delivering, be.Name)
-		}
-	}
-	return bs
-}
-
-// isPlaced reports whether a backend is in the observed route, or its
-// Backend and AIServiceBackend are live on the gateway cluster.
-func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be Backend) bool {
-	if inRoute[names.Child(route, be.Name)] {
-		return true
-	}
-	for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
-		if o, ok := obs[n]; !ok || !o.Live() {
-			return false
-		}
-	}
-	return true
-}
-
-// observedBackendRefs names the backendRefs of the observed route: those
-// Crossplane last applied (the Object's spec) and those the gateway
-// cluster has (its live manifest), which differ until the provider has
-// applied the change; and those of the live HTTPRoute AI Gateway generated
-// from it, which names the same Backends (ai-gateway v1.0.0
-// internal/controller/ai_gateway_route.go, newHTTPRoute, copies each
-// AIServiceBackend's backendRef) and follows the route only once AI
-// Gateway has reconciled it. While AI Gateway is slow or down, the
-// HTTPRoute Envoy Gateway translates still names a removed backend's
-// Backend; deleting it then would make the destination invalid and the
-// rule a weighted split (readBackends says what that costs).
-func observedBackendRefs(req compose.Request) map[string]bool {
-	out := map[string]bool{}
-	var ms []map[string]any
-	if o, ok := req.Observed[ResourceRoute]; ok {
-		ms = append(ms, o.Applied(), o.Manifest())
-	}
-	if o, ok := req.Observed[ResourceHTTPRoute]; ok && o.Live() {
-		ms = append(ms, o.Manifest())
-	}
-	for _, m := range ms {
-		rules, _, _ := unstructured.NestedSlice(m, "spec", "rules")
-		for _, r := range rules {
-			rm, _ := r.(map[string]any)
-			refs, _, _ := unstructured.NestedSlice(rm, "backendRefs")
-			for _, x := range refs {
-				xm, _ := x.(map[string]any)
-				if n, _ := xm["name"].(string); n != "" {
-					out[n] = true
-				}
-			}
-		}
-	}
-	return out
-}
-
-// apiKey reports whether a backend's API key is there and the Secret's
-// resourceVersion, or a problem that names the backend and the Secret. It
-// never reads the value: the provider copies it. All are empty while
-// Crossplane has not fetched the Secret yet: that is no problem of the
-// user's, and Crossplane calls the function again with it.
-func apiKey(req compose.Request, be Backend) (bool, string, string) {
-	ref := be.APIKey.SecretRef
-	items, resolved := req.Required[requireSecretPrefix+ref.Name]
-	switch {
-	case !resolved:
-		return false, "", ""
-	case len(items) == 0:
-		return false, "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
-	}
-	md, _ := items[0]["metadata"].(map[string]any)
-	version, _ := md["resourceVersion"].(string)
-	data, _ := items[0]["data"].(map[string]any)
-	if v, _ := data[ref.Key].(string); v == "" {
-		return false, version, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
-	}
-	return true, version, ""
-}
-
-// routeAccepted reads whether AI Gateway accepted the observed route.
-func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
-	o, ok := req.Observed[ResourceRoute]
-	if !ok || !o.Live() {
-		p.Add(ReasonWaitingForRoute, "the AIGatewayRoute has not been observed on the gateway cluster yet")
-		return false, nil
-	}
-	c, err := upstream.RouteAccepted(o.Manifest())
-	if err != nil {
-		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
-	}
-	switch {
-	case c == nil:
-		// AI Gateway writes a condition at the end of every reconcile of an
-		// AIGatewayRoute, successful or not (ai-gateway v1.0.0
-		// internal/controller/ai_gateway_route.go, Reconcile and
-		// updateAIGatewayRouteStatus), so none at all means its controller
-		// has not reconciled the route: it is not running, or far behind.
-		// The same process serves Envoy Gateway's extension server, with
-		// fail-open off, so Envoy Gateway publishes nothing new meanwhile.
-		p.Add(ReasonWaitingForRoute, "AI Gateway has written no status on the AIGatewayRoute: check that AI Gateway's controller runs on the gateway cluster, and its log; until it does, Envoy keeps its last configuration")
-		return false, nil
-	case !upstream.IsTrue(c):
-		p.Add(ReasonWaitingForRoute, upstream.WithMessage("AI Gateway has not accepted the AIGatewayRoute yet", c))
-		return false, nil
-	}
-	return true, nil
-}
-
-// httpRouteServed reads whether Envoy Gateway accepted the HTTPRoute AI
-// Gateway generated, for our Gateway, and resolved all its backends. An
-// HTTPRoute it rejects, or whose Backends do not resolve, serves nothing
-// (gateway-api v1.5.1 apis/v1/shared_types.go, RouteConditionAccepted and
-// RouteConditionResolvedRefs).
-//
-// It reads Envoy Gateway's verdict for the listener the route is composed
-// on (gw, when the gateway is known), not the first it finds for the
-// Gateway: when TLS is turned on the route moves from http to https, and
-// the entry for http stays on the HTTPRoute with its NotAllowedByListeners
-// (upstream.RouteParentConditions).
-func httpRouteServed(req compose.Request, p *compose.Problems, gw *gateway.RouteView) (bool, error) {
-	o, ok := req.Observed[ResourceHTTPRoute]
-	if !ok || !o.Live() {
-		p.Add(ReasonHTTPRouteNotAccepted, "the HTTPRoute AI Gateway generates for the route has not been observed on the gateway cluster yet")
-		return false, nil
-	}
-	in := req.Input
-	section := ""
-	if gw != nil {
-		section = listenerOf(gw)
-	}
-	conds, reported, err := upstream.RouteParentConditions(o.Manifest(), in.GatewayNamespace, in.GatewayName, section)
-	if err != nil {
-		return false, errors.Wrap(err, "cannot read the observed HTTPRoute")
-	}
-	if !reported {
-		p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway has not reported on the HTTPRoute for the Gateway %q yet", in.GatewayName))
-		return false, nil
-	}
-	for _, t := range []gwapiv1.RouteConditionType{gwapiv1.RouteConditionAccepted, gwapiv1.RouteConditionResolvedRefs} {
-		c := meta.FindStatusCondition(conds, string(t))
-		if c == nil {
-			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway does not report the HTTPRoute %s for the Gateway %q", t, in.GatewayName))
-			return false, nil
-		}
-		if !upstream.IsTrue(c) {
-			p.Add(ReasonHTTPRouteNotAccepted, fmt.Sprintf("Envoy Gateway reports the HTTPRoute %s=%s (%s): %s", t, c.Status, c.Reason, c.Message))
-			return false, nil
-		}
-	}
-	return true, nil
-}

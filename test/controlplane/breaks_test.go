@@ -100,10 +100,10 @@ var breaks = []deliberateBreak{{
 	name: "route-ready-without-gateway",
 	what: "RoutingReady judged from the route alone, without waiting for the gateway, " +
 		"so a ModelRoute says True while Envoy pods without the ext-proc sidecar serve",
-	file: "internal/route/compose.go",
+	file: "internal/route/gatewayview.go",
 	edits: []edit{{
-		old: "\tif !gw.verdict.Ready {\n\t\tp.Add(gw.reason, gw.why)\n",
-		new: "\tif false && !gw.verdict.Ready {\n\t\tp.Add(gw.reason, gw.why)\n",
+		old: "\tif !v.verdict.Ready {\n\t\tp.Add(v.reason, v.why)\n",
+		new: "\tif false && !v.verdict.Ready {\n\t\tp.Add(v.reason, v.why)\n",
 	}},
 	// Scenario 2: the first Envoy pods, without the sidecar, are Ready
 	// while the ModelRoute is composed.

@@ -1,0 +1,32 @@
+package route
+
+import (
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+)
+
+// Requirement names.
+const (
+	requireGateway      = "gateway"
+	requireSecretPrefix = "secret-"
+)
+
+// requirements asks for the InferenceGateway by name, and for each API-key
+// Secret by name in the ModelRoute's own namespace.
+func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[string]compose.Requirement {
+	gv := req.Input.InferenceGatewayAPIVersion
+	if gv == "" {
+		gv = apiVersion
+	}
+	out := map[string]compose.Requirement{
+		requireGateway: {APIVersion: gv, Kind: gateway.Kind, Name: spec.GatewayName},
+	}
+	for _, be := range spec.Backends {
+		if be.APIKey != nil {
+			n := be.APIKey.SecretRef.Name
+			out[requireSecretPrefix+n] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: n, Namespace: ns}
+		}
+	}
+	caRequirements(spec, ns, out)
+	return out
+}
