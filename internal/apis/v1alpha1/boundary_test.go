@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +21,8 @@ import (
 // reason fails.
 type bound struct {
 	// set are the fields to set on the row's base spec, by path under the
-	// spec (dots, and [0] for an array's first item); nil deletes.
+	// spec (dots, and [0] for an array's first item), parents first; nil
+	// deletes.
 	set map[string]any
 	// goOK and schemaOK are the verdicts of Validate and of the schema.
 	goOK, schemaOK bool
@@ -41,8 +44,9 @@ func checkBounds(t *testing.T, dir, kind string, base func() map[string]any, goV
 				t.Fatal("the row expects Validate and the schema to differ, but does not say why")
 			}
 			spec := base()
-			for p, val := range row.set {
-				setPath(t, spec, p, val)
+			// A field's parent first: a path sorts after its prefixes.
+			for _, p := range slices.Sorted(maps.Keys(row.set)) {
+				setPath(t, spec, p, row.set[p])
 			}
 			b, err := json.Marshal(spec)
 			if err != nil {

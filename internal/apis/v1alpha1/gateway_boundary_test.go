@@ -19,7 +19,9 @@ const (
 // every bounded marker of the InferenceGateway to Validate and to the XRD.
 func TestInferenceGatewayBounds(t *testing.T) {
 	base := func() map[string]any { return map[string]any{"providerConfigName": "p"} }
-	tls := map[string]any{"certificateRefs": []any{map[string]any{"name": "llm-tls"}}}
+	tls := func() map[string]any {
+		return map[string]any{"certificateRefs": []any{map[string]any{"name": "llm-tls"}}}
+	}
 	refs := func(n int) []any {
 		out := make([]any, n)
 		for i := range out {
@@ -56,8 +58,8 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		"HostnameUppercase": {set: map[string]any{"hostname": "LLM.example.com"}},
 		"HostnameEmptyPart": {set: map[string]any{"hostname": "llm..example.com"}},
 
-		"TLSWithHostname":     {set: map[string]any{"hostname": "llm.example.com", "tls": tls}, goOK: true, schemaOK: true},
-		"TLSWithoutHostname":  {set: map[string]any{"tls": tls}},
+		"TLSWithHostname":     {set: map[string]any{"hostname": "llm.example.com", "tls": tls()}, goOK: true, schemaOK: true},
+		"TLSWithoutHostname":  {set: map[string]any{"tls": tls()}},
 		"TLSRefsEmpty":        {set: map[string]any{"hostname": "llm.example.com", "tls.certificateRefs": []any{}}},
 		"TLSRefsMax":          {set: map[string]any{"hostname": "llm.example.com", "tls.certificateRefs": refs(8)}, goOK: true, schemaOK: true},
 		"TLSRefsOverMax":      {set: map[string]any{"hostname": "llm.example.com", "tls.certificateRefs": refs(9)}, goOK: true, why: "DISAGREEMENT: Validate does not count certificateRefs (reported, behaviour kept)"},
