@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
@@ -31,9 +32,7 @@ func TestInferenceGatewayBounds(t *testing.T) {
 	}
 	issuer := func(cc map[string]any) map[string]any {
 		out := map[string]any{"issuerRef": map[string]any{"name": "ca"}}
-		for k, v := range cc {
-			out[k] = v
-		}
+		maps.Copy(out, cc)
 		return out
 	}
 	rows := map[string]bound{
