@@ -7,7 +7,7 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 )
 
 func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, uncached bool) {
@@ -29,7 +29,7 @@ func benchmark(b *testing.B, req *fnv1.RunFunctionRequest, uncached bool) {
 
 // BenchmarkRunFunction measures one reconcile of a rolled-out gateway and
 // of a ready ModelRoute with 1 and 16 backends (16 is the most a model can
-// have: route.MaxBackends), every one with an API
+// have: v1alpha1.MaxBackends), every one with an API
 // key and every composed Object observed: the steady state, in which the
 // desired objects are those of the last reconcile.
 func BenchmarkRunFunction(b *testing.B) {
@@ -46,7 +46,7 @@ func benchmarkAll(b *testing.B, uncached bool) {
 	b.Run("InferenceGateway", func(b *testing.B) {
 		benchmark(b, newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil), uncached)
 	})
-	for _, n := range []int{1, route.MaxBackends} {
+	for _, n := range []int{1, v1alpha1.MaxBackends} {
 		b.Run(fmt.Sprintf("ModelRoute/backends=%d", n), func(b *testing.B) {
 			benchmark(b, routeRequest(b, n), uncached)
 		})

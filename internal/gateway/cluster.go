@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -249,7 +250,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 	res.Conditions = []compose.Condition{c}
 	// No notReadySince: a gateway that loses waits for a person, and the
 	// spell of the one that later takes over starts when it composes.
-	res.Status = &Status{ClusterGateway: cl.winner.Name}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.winner.Name}
 	return res
 }
 
@@ -276,7 +277,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 // being deleted at all, which waits for a person.
 func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstructured, resolved bool, providerConfig, apiVersion string) *compose.Result {
 	res := release(req)
-	res.Status = &Status{ClusterGateway: cl.previous}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.previous}
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	var msg string
 	if !resolved {

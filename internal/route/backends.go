@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -15,7 +16,7 @@ import (
 // backends is what the function knows of each backend's API key.
 type backends struct {
 	// usable backends go into the route.
-	usable []Backend
+	usable []v1alpha1.Backend
 	// delivering names backends whose key exists on the control plane but
 	// has not reached the gateway cluster yet.
 	delivering []string
@@ -88,9 +89,9 @@ type keyState struct {
 // gateway's client certificate from a gateway without one, or whose CA is
 // missing, is left out with a Warning; one whose CA has not reached the
 // gateway cluster joins the route once it has.
-func readBackends(req compose.Request, spec *Spec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
+func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
 	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}}
-	placed := func(be Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
+	placed := func(be v1alpha1.Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
 	for _, be := range spec.Backends {
 		joined := inRoute[names.Child(route, be.Name)]
 		usable, caWaiting := bs.judgeTLS(req, be, joined, gwName, gw)
@@ -151,7 +152,7 @@ func (bs backends) judge(p *compose.Problems, total int) {
 
 // isPlaced reports whether a backend is in the observed route, or its
 // Backend and AIServiceBackend are live on the gateway cluster.
-func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be Backend) bool {
+func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be v1alpha1.Backend) bool {
 	if inRoute[names.Child(route, be.Name)] {
 		return true
 	}
@@ -204,7 +205,7 @@ func observedBackendRefs(req compose.Request) map[string]bool {
 // never reads the value: the provider copies it. All are empty while
 // Crossplane has not fetched the Secret yet: that is no problem of the
 // user's, and Crossplane calls the function again with it.
-func apiKey(req compose.Request, be Backend) (bool, string, string) {
+func apiKey(req compose.Request, be v1alpha1.Backend) (bool, string, string) {
 	ref := be.APIKey.SecretRef
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {

@@ -3,6 +3,7 @@ package route
 import (
 	"github.com/crossplane/function-sdk-go/errors"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -29,10 +30,10 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	inRoute := observedBackendRefs(req)
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
-		Implied:      spec.implied(inRoute, name, req.Observed),
+		Implied:      implied(spec, inRoute, name, req.Observed),
 		Requirements: requirements(req, spec, apiVersion, ns),
 	}
-	model := spec.model(ns, name)
+	model := spec.ModelName(ns, name)
 	var p compose.Problems
 
 	gw := readGateway(req)
@@ -62,7 +63,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)
 	res.RequeueAfter = requeueAfter(req, &p, gw, since)
-	res.Status = &Status{Model: model, Address: gw.address, Backends: &BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since}
+	res.Status = &v1alpha1.ModelRouteStatus{Model: model, Address: gw.address, Backends: &v1alpha1.BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since}
 	return res, nil
 }
 
@@ -79,7 +80,7 @@ func compositeName(xr map[string]any) (name, ns string, err error) {
 
 // newBuilder is the builder of the ModelRoute name in namespace ns,
 // attached to the gateway gw.
-func newBuilder(req compose.Request, spec *Spec, gw *gateway.RouteView, name, ns string) builder {
+func newBuilder(req compose.Request, spec *v1alpha1.ModelRouteSpec, gw *gateway.RouteView, name, ns string) builder {
 	return builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
 		teamNamespace:  names.TeamNamespace(ns),
@@ -133,10 +134,10 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 		// it cannot find, and the model's rule with it (readBackends
 		// says what that costs). It is carried forward meanwhile.
 		_, serving := b.observed[prefixBackend+be.Name]
-		if be.caRef() == nil || ca.delivered || !serving {
+		if be.CARef() == nil || ca.delivered || !serving {
 			set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
 		}
-		if be.caRef() != nil && ca.present {
+		if be.CARef() != nil && ca.present {
 			set(prefixCA+be.Name, b.caCopy(be, ca), ca.delivered)
 		}
 		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))

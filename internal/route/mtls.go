@@ -7,6 +7,7 @@ import (
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -29,14 +30,16 @@ const caKey = "ca.crt"
 const caVersionAnnotation = "modelplane.ai/ca-version"
 
 // requireCA names the requirement for a backend's CA.
-func requireCA(r CARef) string { return "ca-" + strings.ToLower(r.kind()) + "-" + r.Name }
+func requireCA(r v1alpha1.CARef) string {
+	return "ca-" + strings.ToLower(r.KindOrDefault()) + "-" + r.Name
+}
 
 // caRequirements asks for each backend's CA by kind and name in the
 // ModelRoute's own namespace.
-func caRequirements(spec *Spec, ns string, out map[string]compose.Requirement) {
+func caRequirements(spec *v1alpha1.ModelRouteSpec, ns string, out map[string]compose.Requirement) {
 	for _, be := range spec.Backends {
-		if r := be.caRef(); r != nil {
-			out[requireCA(*r)] = compose.Requirement{APIVersion: "v1", Kind: r.kind(), Name: r.Name, Namespace: ns}
+		if r := be.CARef(); r != nil {
+			out[requireCA(*r)] = compose.Requirement{APIVersion: "v1", Kind: r.KindOrDefault(), Name: r.Name, Namespace: ns}
 		}
 	}
 }
@@ -59,15 +62,15 @@ type caState struct {
 
 // readCA reads a backend's CA from the required resources, and how far its
 // copy has come on the gateway cluster.
-func readCA(req compose.Request, be Backend) caState {
-	r := be.caRef()
+func readCA(req compose.Request, be v1alpha1.Backend) caState {
+	r := be.CARef()
 	if r == nil {
 		return caState{}
 	}
 	var st caState
 	o, observed := req.Observed[prefixCA+be.Name]
-	switch r.kind() {
-	case caKindSecret:
+	switch r.KindOrDefault() {
+	case v1alpha1.CAKindSecret:
 		st.copy = remote.CopyStateIn(req.Observed, prefixCA+be.Name)
 		st.delivered = st.copy.Delivered
 	default:
@@ -80,7 +83,7 @@ func readCA(req compose.Request, be Backend) caState {
 	case !resolved:
 		return st
 	case len(items) == 0:
-		st.problem = fmt.Sprintf("backend %q is left out of the route: its CA %s %q does not exist in the ModelRoute's namespace; create it with the backend's CA certificate under the key %q, or fix spec.backends.endpoint.tlsConfig.caRef", be.Name, r.kind(), r.Name, caKey)
+		st.problem = fmt.Sprintf("backend %q is left out of the route: its CA %s %q does not exist in the ModelRoute's namespace; create it with the backend's CA certificate under the key %q, or fix spec.backends.endpoint.tlsConfig.caRef", be.Name, r.KindOrDefault(), r.Name, caKey)
 		return st
 	}
 	md, _ := items[0]["metadata"].(map[string]any)
@@ -88,11 +91,11 @@ func readCA(req compose.Request, be Backend) caState {
 	data, _ := items[0]["data"].(map[string]any)
 	v, _ := data[caKey].(string)
 	if v == "" {
-		st.problem = fmt.Sprintf("backend %q is left out of the route: its CA %s %q has no key %q; put the backend's CA certificate (PEM) there", be.Name, r.kind(), r.Name, caKey)
+		st.problem = fmt.Sprintf("backend %q is left out of the route: its CA %s %q has no key %q; put the backend's CA certificate (PEM) there", be.Name, r.KindOrDefault(), r.Name, caKey)
 		return st
 	}
 	st.present = true
-	if r.kind() == caKindConfigMap {
+	if r.KindOrDefault() == v1alpha1.CAKindConfigMap {
 		st.pem = v
 	}
 	return st
@@ -103,7 +106,7 @@ func readCA(req compose.Request, be Backend) caState {
 // certificate from a gateway without one, or its CA is missing (a Warning
 // each), or not fetched yet; and whether its CA, not in the route yet
 // (joined), is still on its way to the gateway cluster.
-func (bs *backends) judgeTLS(req compose.Request, be Backend, joined bool, gwName string, gw *gateway.RouteView) (usable, caWaiting bool) {
+func (bs *backends) judgeTLS(req compose.Request, be v1alpha1.Backend, joined bool, gwName string, gw *gateway.RouteView) (usable, caWaiting bool) {
 	ca := readCA(req, be)
 	bs.cas[be.Name] = ca
 	if w := clientCertProblem(be, gwName, gw); w != "" {
@@ -114,7 +117,7 @@ func (bs *backends) judgeTLS(req compose.Request, be Backend, joined bool, gwNam
 		bs.warnings = append(bs.warnings, ca.problem)
 		return false, false
 	}
-	if be.caRef() == nil {
+	if be.CARef() == nil {
 		return true, false
 	}
 	// A CA not fetched yet: Crossplane calls again with it.
@@ -123,8 +126,8 @@ func (bs *backends) judgeTLS(req compose.Request, be Backend, joined bool, gwNam
 
 // clientCertProblem is the Warning of a backend that requires the
 // gateway's client certificate from a gateway that has none, or "".
-func clientCertProblem(be Backend, gwName string, gw *gateway.RouteView) string {
-	if !be.wantsClientCert() || gw == nil || gw.ClientCertificate {
+func clientCertProblem(be v1alpha1.Backend, gwName string, gw *gateway.RouteView) string {
+	if !be.WantsClientCert() || gw == nil || gw.ClientCertificate {
 		return ""
 	}
 	return fmt.Sprintf("backend %q is left out of the route: it requires the gateway's client certificate (endpoint.tlsConfig.clientCertificate), and the InferenceGateway %q has none; set its spec.backendTLS.clientCertificate", be.Name, gwName)
@@ -133,7 +136,7 @@ func clientCertProblem(be Backend, gwName string, gw *gateway.RouteView) string 
 // caCopyName names the CA's copy in the team namespace. A ConfigMap and a
 // Secret may share a name, but the backend's API-key Secret already has
 // the backend's child name.
-func (b builder) caCopyName(be Backend) string { return names.Child(b.name, be.Name+"-ca") }
+func (b builder) caCopyName(be v1alpha1.Backend) string { return names.Child(b.name, be.Name+"-ca") }
 
 // caCopy is the backend's CA in the team namespace, where Envoy Gateway
 // reads a Backend's caCertificateRefs (it refuses them in another
@@ -141,9 +144,9 @@ func (b builder) caCopyName(be Backend) string { return names.Child(b.name, be.N
 // processServerValidationTLSSettings). A ConfigMap's certificate is public
 // and written into the copy; a Secret is copied by provider-kubernetes in
 // two steps, as an API key is (builder.credential).
-func (b builder) caCopy(be Backend, st caState) *remote.Object {
-	r := be.caRef()
-	if r.kind() == caKindSecret {
+func (b builder) caCopy(be v1alpha1.Backend, st caState) *remote.Object {
+	r := be.CARef()
+	if r.KindOrDefault() == v1alpha1.CAKindSecret {
 		return remote.SecretCopy{
 			Meta: b.meta(b.caCopyName(be)),
 			Type: "Opaque",
@@ -173,10 +176,10 @@ type configMap struct {
 // ReferenceGrant (internal/gatewayapi/backend.go, validateBackend), and the
 // certificate lives in the gateway namespace; the gateway gives it to
 // Envoy on its EnvoyProxy, for every backend that asks for one.
-func (b builder) backendTLS(be Backend) *egv1a1.BackendTLSSettings {
+func (b builder) backendTLS(be v1alpha1.Backend) *egv1a1.BackendTLSSettings {
 	t := &egv1a1.BackendTLSSettings{SNI: new(gwapiv1.PreciseHostname(be.Endpoint.Hostname))}
-	if r := be.caRef(); r != nil {
-		t.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: gwapiv1.Kind(r.kind()), Name: gwapiv1.ObjectName(b.caCopyName(be))}}
+	if r := be.CARef(); r != nil {
+		t.CACertificateRefs = []gwapiv1.LocalObjectReference{{Kind: gwapiv1.Kind(r.KindOrDefault()), Name: gwapiv1.ObjectName(b.caCopyName(be))}}
 		return t
 	}
 	t.WellKnownCACertificates = new(gwapiv1.WellKnownCACertificatesSystem)

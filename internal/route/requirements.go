@@ -1,6 +1,7 @@
 package route
 
 import (
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 )
@@ -13,7 +14,7 @@ const (
 
 // requirements asks for the InferenceGateway by name, and for each API-key
 // Secret by name in the ModelRoute's own namespace.
-func requirements(req compose.Request, spec *Spec, apiVersion, ns string) map[string]compose.Requirement {
+func requirements(req compose.Request, spec *v1alpha1.ModelRouteSpec, apiVersion, ns string) map[string]compose.Requirement {
 	gv := req.Input.InferenceGatewayAPIVersion
 	if gv == "" {
 		gv = apiVersion

@@ -9,6 +9,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -44,7 +45,7 @@ const (
 // AIServiceBackend that the serving route still points at makes AI Gateway
 // reject the route and Envoy Gateway answer 500 until the new route is
 // applied. They go once the route no longer names them.
-func (s *Spec) implied(inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
+func implied(s *v1alpha1.ModelRouteSpec, inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
 	for _, b := range s.Backends {
 		out[prefixBackend+b.Name] = true
@@ -53,7 +54,7 @@ func (s *Spec) implied(inRoute map[string]bool, route string, observed map[strin
 			out[prefixCredential+b.Name] = true
 			out[prefixCredPolicy+b.Name] = true
 		}
-		if b.caRef() != nil {
+		if b.CARef() != nil {
 			out[prefixCA+b.Name] = true
 		}
 	}
@@ -70,7 +71,7 @@ func (s *Spec) implied(inRoute map[string]bool, route string, observed map[strin
 // builder builds a ModelRoute's manifests.
 type builder struct {
 	in             *v1beta1.Input
-	spec           *Spec
+	spec           *v1alpha1.ModelRouteSpec
 	name           string // the ModelRoute's name
 	namespace      string // the ModelRoute's namespace on the control plane
 	teamNamespace  string // its namespace on the gateway cluster
@@ -129,7 +130,7 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 					Type: ptr.To(gwapiv1.HeaderMatchExact), Name: names.ModelHeader, Value: model,
 				}}}},
 				BackendRefs:   brs,
-				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: new(gwapiv1.Duration(b.spec.requestTimeout()))},
+				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: new(gwapiv1.Duration(b.spec.RequestTimeout()))},
 				ModelsOwnedBy: new(b.namespace),
 			}},
 			// Token usage, for rate limits and cost reporting.
@@ -146,11 +147,11 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 // builds one cluster whose localities carry the route's priorities, and TLS
 // with SNI and the system CAs, or the backend's own CA, when the backend
 // wants TLS.
-func (b builder) backend(be Backend) *remote.Object {
+func (b builder) backend(be v1alpha1.Backend) *remote.Object {
 	spec := &egv1a1.BackendSpec{
-		Endpoints: []egv1a1.BackendEndpoint{{FQDN: &egv1a1.FQDNEndpoint{Hostname: be.Endpoint.Hostname, Port: be.port()}}},
+		Endpoints: []egv1a1.BackendEndpoint{{FQDN: &egv1a1.FQDNEndpoint{Hostname: be.Endpoint.Hostname, Port: be.Port()}}},
 	}
-	if be.tls() {
+	if be.TLS() {
 		spec.TLS = b.backendTLS(be)
 	}
 	return b.wrap(&remote.Manifest[egv1a1.BackendSpec]{
@@ -169,16 +170,16 @@ func (b builder) backend(be Backend) *remote.Object {
 // config; internal/extproc/processor_impl.go, the upstream processor's
 // header mutator). Envoy sets x-modelplane-caller after authenticating
 // the caller, so the header reaches every backend unless removed here.
-func (b builder) aiBackend(be Backend) *remote.Object {
+func (b builder) aiBackend(be v1alpha1.Backend) *remote.Object {
 	spec := &aigv1b1.AIServiceBackendSpec{
 		APISchema: aigv1b1.VersionedAPISchema{
-			Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.prefix(), Version: be.Schema.Version,
+			Name: aigv1b1.APISchema(be.Schema.Name), Prefix: be.Prefix(), Version: be.Schema.Version,
 		},
 		BackendRef: gwapiv1.BackendObjectReference{
 			Group: ptr.To(gwapiv1.Group(upstream.EnvoyGatewayGroup)), Kind: ptr.To(gwapiv1.Kind("Backend")), Name: gwapiv1.ObjectName(b.child(be.Name)),
 		},
 	}
-	if !be.forwardsCaller(b.in.ClusterDomain) {
+	if !be.ForwardsCaller(b.in.ClusterDomain) {
 		spec.HeaderMutation = &aigv1b1.HTTPHeaderMutation{Remove: []string{names.CallerHeader}}
 	}
 	return b.wrap(&remote.Manifest[aigv1b1.AIServiceBackendSpec]{
@@ -227,7 +228,7 @@ func (b builder) gatewayStatus() *remote.Object {
 // makes a rotated key reach the gateway cluster at the ModelRoute's next
 // reconcile. Watching the Object would do it too, but would make the
 // provider watch every Secret of the gateway cluster.
-func (b builder) credential(be Backend, withKey bool, version string) *remote.Object {
+func (b builder) credential(be v1alpha1.Backend, withKey bool, version string) *remote.Object {
 	ref := be.APIKey.SecretRef
 	return remote.SecretCopy{
 		Meta: b.meta(b.child(be.Name)),
@@ -239,30 +240,16 @@ func (b builder) credential(be Backend, withKey bool, version string) *remote.Ob
 	}.Object(b.providerConfig, withKey)
 }
 
-// credentialTypes is how each schema's provider takes an API key: OpenAI
-// and Cohere as a bearer token (APIKey: Authorization), Anthropic in
-// x-api-key (AnthropicAPIKey), Azure OpenAI in api-key (AzureAPIKey)
-// (ai-gateway v1.0.0 internal/backendauth: api_key.go, anthropicapikey.go,
-// azureapikey.go). AWS and Google schemas take credentials, not keys, and
-// are missing on purpose (site/docs/capabilities/llm-integrations/
-// supported-providers.md).
-var credentialTypes = map[aigv1b1.APISchema]aigv1b1.BackendSecurityPolicyType{
-	aigv1b1.APISchemaOpenAI:      aigv1b1.BackendSecurityPolicyTypeAPIKey,
-	aigv1b1.APISchemaCohere:      aigv1b1.BackendSecurityPolicyTypeAPIKey,
-	aigv1b1.APISchemaAnthropic:   aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey,
-	aigv1b1.APISchemaAzureOpenAI: aigv1b1.BackendSecurityPolicyTypeAzureAPIKey,
-}
-
 // credPolicy attaches the API key to the AIServiceBackend, in the header
-// the backend's provider expects (credentialTypes). Every type reads the
+// the backend's provider expects (v1alpha1.CredentialTypes). Every type reads the
 // Secret's apiKey entry.
-func (b builder) credPolicy(be Backend) *remote.Object {
+func (b builder) credPolicy(be v1alpha1.Backend) *remote.Object {
 	ref := &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(b.child(be.Name))}
 	spec := &aigv1b1.BackendSecurityPolicySpec{
 		TargetRefs: []gwapiv1a2.LocalPolicyTargetReference{{
 			Group: upstream.AIGatewayGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
 		}},
-		Type: credentialTypes[aigv1b1.APISchema(be.Schema.Name)],
+		Type: v1alpha1.CredentialTypes[aigv1b1.APISchema(be.Schema.Name)],
 	}
 	switch spec.Type {
 	case aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey:

@@ -2,11 +2,13 @@ package route
 
 import (
 	"sort"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 )
 
 // ref is one usable backend's place in the route.
 type ref struct {
-	backend Backend
+	backend v1alpha1.Backend
 	// tier is the dense priority Envoy sees.
 	tier uint32
 	// weight is normalised within the tier.
@@ -24,26 +26,26 @@ type ref struct {
 // every ratio exactly, never makes a weight 0, and keeps every weight
 // within 1..1,000,000 because the inputs are. Backends keep their spec order
 // within a tier, so the same spec always gives the same bytes.
-func tiers(usable []Backend) ([]ref, []TierStatus) {
-	sorted := make([]Backend, len(usable))
+func tiers(usable []v1alpha1.Backend) ([]ref, []v1alpha1.TierStatus) {
+	sorted := make([]v1alpha1.Backend, len(usable))
 	copy(sorted, usable)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].priority() < sorted[j].priority() })
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].PriorityOrDefault() < sorted[j].PriorityOrDefault() })
 
 	refs := make([]ref, 0, len(sorted))
-	var status []TierStatus
+	var status []v1alpha1.TierStatus
 	for start := 0; start < len(sorted); {
 		end := start
 		g := int32(0)
-		for end < len(sorted) && sorted[end].priority() == sorted[start].priority() {
-			g = gcd(g, sorted[end].weight())
+		for end < len(sorted) && sorted[end].PriorityOrDefault() == sorted[start].PriorityOrDefault() {
+			g = gcd(g, sorted[end].WeightOrDefault())
 			end++
 		}
 		t := len(status)
-		tier := uint32(t) //nolint:gosec // at most MaxBackends tiers
+		tier := uint32(t) //nolint:gosec // at most v1alpha1.MaxBackends tiers
 		for _, b := range sorted[start:end] {
-			refs = append(refs, ref{backend: b, tier: tier, weight: b.weight() / g})
+			refs = append(refs, ref{backend: b, tier: tier, weight: b.WeightOrDefault() / g})
 		}
-		status = append(status, TierStatus{Tier: t, Priority: sorted[start].priority(), Backends: end - start})
+		status = append(status, v1alpha1.TierStatus{Tier: t, Priority: sorted[start].PriorityOrDefault(), Backends: end - start})
 		start = end
 	}
 	return refs, status

@@ -6,48 +6,50 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 )
 
-func be(name string, priority, weight int32) Backend {
-	return Backend{Name: name, Priority: new(priority), Weight: new(weight)}
+func be(name string, priority, weight int32) v1alpha1.Backend {
+	return v1alpha1.Backend{Name: name, Priority: new(priority), Weight: new(weight)}
 }
 
 func TestTiers(t *testing.T) {
 	type out struct {
 		Refs  []string
-		Tiers []TierStatus
+		Tiers []v1alpha1.TierStatus
 	}
 	cases := map[string]struct {
 		reason string
-		in     []Backend
+		in     []v1alpha1.Backend
 		want   out
 	}{
 		"Empty": {reason: "No usable backend, no tier.", want: out{}},
 		"Dense": {
 			reason: "Priorities 9, 5, 0 become 2, 1, 0; spec order is kept within a tier.",
-			in:     []Backend{be("x", 9, 1), be("y", 5, 1), be("z", 0, 1), be("w", 5, 1)},
+			in:     []v1alpha1.Backend{be("x", 9, 1), be("y", 5, 1), be("z", 0, 1), be("w", 5, 1)},
 			want: out{
 				Refs:  []string{"z:0:1", "y:1:1", "w:1:1", "x:2:1"},
-				Tiers: []TierStatus{{Tier: 0, Priority: 0, Backends: 1}, {Tier: 1, Priority: 5, Backends: 2}, {Tier: 2, Priority: 9, Backends: 1}},
+				Tiers: []v1alpha1.TierStatus{{Tier: 0, Priority: 0, Backends: 1}, {Tier: 1, Priority: 5, Backends: 2}, {Tier: 2, Priority: 9, Backends: 1}},
 			},
 		},
 		"GCDPerTier": {
 			reason: "Each tier is divided by its own GCD.",
-			in:     []Backend{be("a", 0, 300), be("b", 0, 600), be("c", 1, 400), be("d", 1, 1000)},
+			in:     []v1alpha1.Backend{be("a", 0, 300), be("b", 0, 600), be("c", 1, 400), be("d", 1, 1000)},
 			want: out{
 				Refs:  []string{"a:0:1", "b:0:2", "c:1:2", "d:1:5"},
-				Tiers: []TierStatus{{Tier: 0, Priority: 0, Backends: 2}, {Tier: 1, Priority: 1, Backends: 2}},
+				Tiers: []v1alpha1.TierStatus{{Tier: 0, Priority: 0, Backends: 2}, {Tier: 1, Priority: 1, Backends: 2}},
 			},
 		},
 		"MillionNextToOne": {
 			reason: "Coprime weights stay as they are.",
-			in:     []Backend{be("a", 3, 1_000_000), be("b", 3, 1)},
-			want:   out{Refs: []string{"a:0:1000000", "b:0:1"}, Tiers: []TierStatus{{Tier: 0, Priority: 3, Backends: 2}}},
+			in:     []v1alpha1.Backend{be("a", 3, 1_000_000), be("b", 3, 1)},
+			want:   out{Refs: []string{"a:0:1000000", "b:0:1"}, Tiers: []v1alpha1.TierStatus{{Tier: 0, Priority: 3, Backends: 2}}},
 		},
 		"Defaults": {
 			reason: "Unset priority and weight are 0 and 1.",
-			in:     []Backend{{Name: "a"}},
-			want:   out{Refs: []string{"a:0:1"}, Tiers: []TierStatus{{Tier: 0, Priority: 0, Backends: 1}}},
+			in:     []v1alpha1.Backend{{Name: "a"}},
+			want:   out{Refs: []string{"a:0:1"}, Tiers: []v1alpha1.TierStatus{{Tier: 0, Priority: 0, Backends: 1}}},
 		},
 	}
 	for name, tc := range cases {
@@ -65,7 +67,7 @@ func TestTiers(t *testing.T) {
 }
 
 func TestTiersManyInOneTier(t *testing.T) {
-	var in []Backend
+	var in []v1alpha1.Backend
 	for i := range 128 {
 		in = append(in, be(fmt.Sprintf("b%d", i), 0, int32(6*(i+1))))
 	}

@@ -123,7 +123,7 @@ func TestXRDTransitionRules(t *testing.T) {
 
 // TestXRDCreateRules creates XRs that only the XRDs' rules refuse, beyond
 // types and required fields: the ranges and formats the function checks
-// too (internal/gateway and internal/route validate), so the API server
+// too (internal/apis/v1alpha1, Validate), so the API server
 // refuses them when they are written rather than the function when it runs.
 func TestXRDCreateRules(t *testing.T) {
 	dir := harness.ConfigurationDir(h.Examples())

@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KindModelRoute is the ModelRoute's kind.
+const KindModelRoute = "ModelRoute"
+
+// A ModelRoute serves one model name through an InferenceGateway, from
+// backends in priority tiers.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=mrt
+// +kubebuilder:printcolumn:name="MODEL",type=string,JSONPath=`.status.model`
+// +kubebuilder:printcolumn:name="ROUTING-READY",type=string,JSONPath=`.status.conditions[?(@.type=='RoutingReady')].status`
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='RoutingReady')].reason`
+// +kubebuilder:printcolumn:name="USABLE",type=integer,JSONPath=`.status.backends.usable`
+type ModelRoute struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// The model: its name, the gateway that serves it and its backends.
+	// +optional
+	Spec ModelRouteSpec `json:"spec,omitempty"`
+	// What the function observed of the route; Crossplane adds the
+	// conditions, among them RoutingReady.
+	// +optional
+	Status ModelRouteStatus `json:"status,omitempty"`
+}
+
+// MaxBackends is the most backends a model can be served by. The
+// AIGatewayRoute takes 128 backendRefs in a rule, but AI Gateway copies
+// every backendRef of a rule into one rule of the HTTPRoute it generates
+// (ai-gateway v1.0.0 internal/controller/ai_gateway_route.go,
+// newHTTPRoute), and Gateway API caps an HTTPRoute rule at 16
+// (sigs.k8s.io/gateway-api v1.5.1 apis/v1/httproute_types.go,
+// HTTPRouteRule.BackendRefs MaxItems=16). A 17th backend makes the
+// generated HTTPRoute invalid, and the model is never served.
+const MaxBackends = 16
+
+// DefaultRequestTimeout is spec.timeouts.request when unset.
+const DefaultRequestTimeout = "600s"
+
+// ModelRouteSpec is the spec of a ModelRoute.
+//
+// The doc comments of ModelRouteSpec, ModelRouteStatus and the types under
+// them are the ModelRoute XRD's field descriptions, and their markers its
+// schema: internal/xrd generates package/configuration/route/xrd.yaml from
+// them. The API server enforces the markers; Validate checks again what the
+// schema cannot say, and what crossplane render (which does not validate an
+// XR against its XRD) would otherwise let through.
+type ModelRouteSpec struct {
+	// The InferenceGateway that serves this model.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	GatewayName string `json:"gatewayName,omitempty"`
+	// The model name callers send. Defaults to <namespace>/<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Model string `json:"model,omitempty"`
+	// The backends that serve the model, in priority (fallback) tiers. At
+	// most 16: AI Gateway puts every backend into one rule of the HTTPRoute
+	// it generates, and Gateway API allows 16 backendRefs in a rule.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	Backends []Backend `json:"backends,omitempty"`
+	// The request's timeouts.
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// Timeouts of a request.
+type Timeouts struct {
+	// The whole request's timeout, a Gateway API duration.
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(h|m|s|ms)){1,4}$`
+	// +kubebuilder:default="600s"
+	Request string `json:"request,omitempty"`
+}
+
+// ModelRouteStatus is what the function writes into a ModelRoute's status.
+type ModelRouteStatus struct {
+	// The model name callers send.
+	// +optional
+	Model string `json:"model,omitempty"`
+	// The gateway's address.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// How many backends are usable, in all and in each tier.
+	// +optional
+	Backends *BackendsStatus `json:"backends,omitempty"`
+
+	// compose.NotReadySince reads this for the requeue's back-off.
+
+	// When RoutingReady last turned False, or took another reason while
+	// False; absent while it is True. The function backs off its requeue
+	// from it.
+	// +optional
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
+}
+
+// BackendsStatus counts the backends.
+type BackendsStatus struct {
+	// How many backends the route has.
+	// +optional
+	Total int `json:"total"`
+	// How many of them can serve.
+	// +optional
+	Usable int `json:"usable"`
+	// The usable backends of each tier.
+	// +optional
+	Tiers []TierStatus `json:"tiers,omitempty"`
+}
+
+// TierStatus counts the usable backends of one tier.
+type TierStatus struct {
+	// The priority Envoy sees, renumbered densely from 0.
+	// +optional
+	Tier int `json:"tier"`
+	// The priority the spec asked for.
+	// +optional
+	Priority int32 `json:"priority"`
+	// How many usable backends the tier has.
+	// +optional
+	Backends int `json:"backends"`
+}

@@ -1,0 +1,133 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// Validate checks a ModelRoute's spec: what the schema says, for crossplane
+// render, which does not validate an XR against its XRD, and what the
+// schema cannot say. Every problem is an error that names the field.
+func (s *ModelRouteSpec) Validate() error {
+	bad := func(format string, a ...any) error {
+		return errors.Errorf("cannot compose ModelRoute: "+format, a...)
+	}
+	if s.GatewayName == "" {
+		return bad("spec.gatewayName is required; name the InferenceGateway that serves this model")
+	}
+	if len(s.Model) > 4096 {
+		return bad("spec.model is %d characters; AI Gateway matches at most 4096", len(s.Model))
+	}
+	if len(s.Backends) == 0 {
+		return bad("spec.backends is empty; list at least one backend")
+	}
+	if len(s.Backends) > MaxBackends {
+		return bad("spec.backends has %d entries; at most %d can be served, because AI Gateway puts every backend of a model into one HTTPRoute rule and Gateway API allows 16 backendRefs in a rule (gateway-api apis/v1/httproute_types.go); remove backends or serve them under another model name", len(s.Backends), MaxBackends)
+	}
+	seen := map[string]int{}
+	for i, b := range s.Backends {
+		f := fmt.Sprintf("spec.backends[%d]", i)
+		if errs := validation.IsDNS1123Label(b.Name); len(errs) > 0 {
+			return bad("%s.name %q is not a DNS label (%s)", f, b.Name, strings.Join(errs, "; "))
+		}
+		if j, dup := seen[b.Name]; dup {
+			return bad("%s.name %q is also the name of spec.backends[%d]; backend names must be unique", f, b.Name, j)
+		}
+		seen[b.Name] = i
+		if err := b.validate(f); err != nil {
+			return bad("%s", err.Error())
+		}
+	}
+	if s.Timeouts != nil && s.Timeouts.Request != "" && !gatewayDuration.MatchString(s.Timeouts.Request) {
+		return bad("spec.timeouts.request %q is not a Gateway API duration; use a form such as 600s, 10m or 1h30m", s.Timeouts.Request)
+	}
+	return nil
+}
+
+func (b Backend) validate(f string) error {
+	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey} {
+		if err := check(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b Backend) validateEndpoint(f string) error {
+	h := b.Endpoint.Hostname
+	// Envoy Gateway emits one STRICT_DNS cluster with per-priority
+	// localities for FQDN endpoints, where AI Gateway writes the tiers. An
+	// IP makes an EDS cluster instead (envoyproxy/gateway v1.8.1
+	// internal/xds/translator/cluster.go, buildEndpointType), whose
+	// endpoints AI Gateway never sees (ai-gateway v1.0.0
+	// internal/extensionserver/post_translate_modify.go, maybeModifyCluster
+	// reads only an inline load assignment); an IP next to a DNS name makes
+	// the rule need a cluster per backend (internal/ir/xds.go,
+	// RouteDestination.HasMixedEndpoints), a weighted split across the
+	// tiers.
+	if net.ParseIP(h) != nil {
+		return errors.Errorf("%s.endpoint.hostname %q is an IP address; use the backend's DNS name (for a Service, <service>.<namespace>.svc.cluster.local): Envoy Gateway routes IP endpoints in a way on which AI Gateway cannot set priority tiers, so the model's traffic would be split across all its tiers instead of failing over", f, h)
+	}
+	if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 || !strings.Contains(h, ".") {
+		return errors.Errorf("%s.endpoint.hostname %q is not a fully qualified DNS name such as api.openai.com", f, h)
+	}
+	if p := b.Endpoint.Port; p != nil && (*p < 1 || *p > 65535) {
+		return errors.Errorf("%s.endpoint.port is %d; use 1 to 65535", f, *p)
+	}
+	if c := b.Endpoint.TLSConfig; c != nil {
+		if !b.TLS() {
+			return errors.Errorf("%s.endpoint.tlsConfig is set with tls: false; remove tls: false to connect with TLS, or remove tlsConfig", f)
+		}
+		if r := c.CARef; r != nil {
+			if r.Kind != "" && r.Kind != CAKindConfigMap && r.Kind != CAKindSecret {
+				return errors.Errorf("%s.endpoint.tlsConfig.caRef.kind is %q; set ConfigMap or Secret", f, r.Kind)
+			}
+			if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+				return errors.Errorf("%s.endpoint.tlsConfig.caRef.name %q is not a %s name", f, r.Name, r.KindOrDefault())
+			}
+		}
+	}
+	return nil
+}
+
+func (b Backend) validateSchema(f string) error {
+	known := false
+	for _, s := range Schemas {
+		known = known || string(s) == b.Schema.Name
+	}
+	if !known {
+		return errors.Errorf("%s.schema.name %q is not a schema AI Gateway knows; use one of %v", f, b.Schema.Name, Schemas)
+	}
+	return nil
+}
+
+func (b Backend) validateTier(f string) error {
+	if p := b.Priority; p != nil && (*p < 0 || *p > MaxPriority) {
+		return errors.Errorf("%s.priority is %d; use 0 (preferred) to %d", f, *p, MaxPriority)
+	}
+	if w := b.Weight; w != nil && (*w < 1 || *w > MaxWeight) {
+		return errors.Errorf("%s.weight is %d; use 1 to %d", f, *w, MaxWeight)
+	}
+	return nil
+}
+
+func (b Backend) validateAPIKey(f string) error {
+	if k := b.APIKey; k != nil {
+		if _, ok := CredentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
+			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), which this function does not compose; remove apiKey, or use an OpenAI-compatible endpoint that takes a key", f, b.Schema.Name)
+		}
+		if errs := validation.IsDNS1123Subdomain(k.SecretRef.Name); len(errs) > 0 {
+			return errors.Errorf("%s.apiKey.secretRef.name %q is not a Secret name", f, k.SecretRef.Name)
+		}
+		if errs := validation.IsConfigMapKey(k.SecretRef.Key); len(errs) > 0 {
+			return errors.Errorf("%s.apiKey.secretRef.key %q is not a Secret key (%s)", f, k.SecretRef.Key, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
