@@ -12,6 +12,10 @@ import (
 // authentication (gateway_auth.go) and TLS to the backends
 // (gateway_backendtls.go), each with the defaults of its fields.
 
+// MaxCertificateRefs is the most Secrets spec.tls.certificateRefs may
+// name (its +kubebuilder:validation:MaxItems).
+const MaxCertificateRefs = 8
+
 // TLS configures TLS termination.
 type TLS struct {
 	// kubernetes.io/tls Secrets on the control plane, in the function
@@ -123,6 +127,10 @@ var RetryTriggers = []egv1a1.TriggerEnum{
 	egv1a1.Retriable4XX, egv1a1.RefusedStream, egv1a1.RetriableStatusCodes, egv1a1.Cancelled,
 	egv1a1.DeadlineExceeded, egv1a1.Internal, egv1a1.ResourceExhausted, egv1a1.Unavailable,
 }
+
+// MaxRetryStatusCodes is the most codes spec.failover.retryOn.httpStatusCodes
+// may list (its +kubebuilder:validation:MaxItems).
+const MaxRetryStatusCodes = 16
 
 // RetryOn lists the failures that are retried.
 type RetryOn struct {

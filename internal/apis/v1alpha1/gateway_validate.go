@@ -22,8 +22,8 @@ func (s *InferenceGatewaySpec) Validate() error {
 	if strings.TrimSpace(s.ProviderConfigName) == "" {
 		return errors.New("cannot compose InferenceGateway: spec.providerConfigName is required; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
 	}
-	if s.Replicas != nil && *s.Replicas < 0 {
-		return errors.Errorf("cannot compose InferenceGateway: spec.replicas is %d; set it to 0 or more", *s.Replicas)
+	if s.Replicas != nil && (*s.Replicas < 0 || *s.Replicas > MaxReplicas) {
+		return errors.Errorf("cannot compose InferenceGateway: spec.replicas is %d; set it from 0 to %d", *s.Replicas, MaxReplicas)
 	}
 	if s.Hostname != "" {
 		if errs := validation.IsDNS1123Subdomain(s.Hostname); len(errs) > 0 {
@@ -42,10 +42,23 @@ func (s *InferenceGatewaySpec) Validate() error {
 		if len(s.TLS.CertificateRefs) == 0 {
 			return errors.New("cannot compose InferenceGateway: spec.tls.certificateRefs is empty; name at least one TLS Secret in the gateway namespace")
 		}
+		if n := len(s.TLS.CertificateRefs); n > MaxCertificateRefs {
+			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs has %d Secrets; name at most %d", n, MaxCertificateRefs)
+		}
+		seen := make(map[string]bool, len(s.TLS.CertificateRefs))
 		for i, r := range s.TLS.CertificateRefs {
 			if r.Name == "" {
 				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
 			}
+			if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is not a Secret name (%s); name a TLS Secret such as llm-tls", i, r.Name, strings.Join(errs, "; "))
+			}
+			// The list is a map keyed by name (+listType=map): the API
+			// server refuses a name twice.
+			if seen[r.Name] {
+				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is listed twice; name each Secret once", i, r.Name)
+			}
+			seen[r.Name] = true
 		}
 	}
 	return nil
@@ -105,12 +118,23 @@ func (s *InferenceGatewaySpec) validateFailover() error {
 	if f.RetryOn == nil {
 		return nil
 	}
+	// Both lists are sets (+listType=set): the API server refuses an item
+	// twice, and so does render.
 	for i, t := range f.RetryOn.Triggers {
 		if !slices.Contains(RetryTriggers, egv1a1.TriggerEnum(t)) {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is not a trigger Envoy Gateway knows; use one of %v", i, t, RetryTriggers)
 		}
+		if slices.Contains(f.RetryOn.Triggers[:i], t) {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is listed twice; list each trigger once", i, t)
+		}
+	}
+	if n := len(f.RetryOn.HTTPStatusCodes); n > MaxRetryStatusCodes {
+		return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes has %d codes; list at most %d", n, MaxRetryStatusCodes)
 	}
 	for i, c := range f.RetryOn.HTTPStatusCodes {
+		if slices.Contains(f.RetryOn.HTTPStatusCodes[:i], c) {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] %d is listed twice; list each code once", i, c)
+		}
 		// Envoy Gateway's HTTPStatus (api/v1alpha1/shared_types.go).
 		if c < 100 || c > 599 {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] is %d; use an HTTP status from 100 to 599, such as 429 or 503", i, c)

@@ -33,6 +33,10 @@ type InferenceGateway struct {
 // unavailable) while the other serves.
 const DefaultReplicas int32 = 2
 
+// MaxReplicas is the most Envoy replicas spec.replicas may ask for (its
+// +kubebuilder:validation:Maximum).
+const MaxReplicas int32 = 100
+
 // InferenceGatewaySpec is the spec of an InferenceGateway.
 //
 // The doc comments of InferenceGatewaySpec, InferenceGatewayStatus and the
