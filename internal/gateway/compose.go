@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -30,13 +31,13 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	cl := clusterOf(req, spec.ProviderConfigName)
-	if cl.winner.Name != cl.self.Name {
+	switch cl.Outcome {
+	case claim.Lost:
 		return lose(req, cl, spec.ProviderConfigName, apiVersion), nil
-	}
-	if cl.previous != "" {
-		if left, resolved := previousLeft(req); !resolved || len(left) > 0 {
-			return waitForPrevious(req, cl, left, resolved, spec.ProviderConfigName, apiVersion), nil
-		}
+	case claim.WaitForPrevious:
+		return waitForPrevious(req, cl, spec.ProviderConfigName, apiVersion), nil
+	case claim.Won:
+		// It composes the cluster: below.
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
@@ -50,7 +51,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
-	st.ClusterGateway = cl.self.Name
+	st.ClusterGateway = cl.self
 	st.BackendTLS = b.backendTLSStatus(cc)
 
 	res := &compose.Result{
