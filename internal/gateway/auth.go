@@ -9,12 +9,10 @@ import (
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/crossplane/function-sdk-go/errors"
-
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -25,9 +23,6 @@ import (
 // provider-kubernetes copies each to the gateway cluster, and a
 // SecurityPolicy on the Gateway makes Envoy check every request's key
 // against them (Envoy Gateway apiKeyAuth, Envoy's api_key_auth filter).
-
-// authMethodAPIKey is the only caller authentication method: API keys.
-const authMethodAPIKey = "APIKey"
 
 // Composition resource and requirement names of caller authentication.
 const (
@@ -42,9 +37,6 @@ const (
 	requireCallerSecrets = "caller-secrets"
 )
 
-// maxSelectorLabels is the most labels a caller Secret selector may have.
-const maxSelectorLabels = 16
-
 // keyHeaders are where Envoy looks for a caller's key, in order:
 // Authorization, which OpenAI SDKs send as "Bearer <key>", and x-api-key,
 // which Anthropic SDKs send. Envoy's api_key_auth filter drops a leading
@@ -53,77 +45,6 @@ const maxSelectorLabels = 16
 // KeySources::Source::getKey); Envoy Gateway makes one key source of
 // each header (gateway v1.8.1 internal/xds/translator/api_key_auth.go).
 var keyHeaders = []string{"authorization", "x-api-key"}
-
-// Auth says how callers authenticate.
-type Auth struct {
-	// How callers authenticate: APIKey, the only method.
-	// +kubebuilder:validation:Enum=APIKey
-	// +kubebuilder:default=APIKey
-	Method string `json:"method,omitempty"`
-	// The Secrets that hold the callers' keys.
-	// +kubebuilder:validation:Required
-	APIKey *APIKeyAuth `json:"apiKey,omitempty"`
-}
-
-// APIKeyAuth selects the callers' Secrets.
-type APIKeyAuth struct {
-	// Selects Secrets in the function Input's objectNamespace on the
-	// control plane. Each data entry of a Secret is one caller: the key is
-	// the client ID, the value its API key.
-	// +kubebuilder:validation:Required
-	SecretSelector *SecretSelector `json:"secretSelector,omitempty"`
-}
-
-// SecretSelector selects Secrets by label.
-type SecretSelector struct {
-	// The labels every selected Secret has.
-	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:MaxProperties=16
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
-}
-
-// AuthStatus is what the gateway reports of caller authentication.
-type AuthStatus struct {
-	// APIKey, or None when the gateway is open to every caller.
-	// +optional
-	Method string `json:"method"`
-	// The control-plane Secrets whose callers Envoy checks.
-	// +optional
-	Secrets []string `json:"secrets,omitempty"`
-	// How many client IDs those Secrets hold.
-	// +optional
-	Clients int `json:"clients,omitempty"`
-}
-
-// authEnabled reports whether callers must authenticate.
-func (s *Spec) authEnabled() bool { return s.Auth != nil }
-
-func (s *Spec) validateAuth() error {
-	a := s.Auth
-	if a == nil {
-		return nil
-	}
-	if a.Method != "" && a.Method != authMethodAPIKey {
-		return errors.Errorf("cannot compose InferenceGateway: spec.auth.method %q is not supported; set %q, or remove spec.auth to leave the gateway open", a.Method, authMethodAPIKey)
-	}
-	if a.APIKey == nil || a.APIKey.SecretSelector == nil || len(a.APIKey.SecretSelector.MatchLabels) == 0 {
-		return errors.New("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels is required with spec.auth; set the labels of the callers' Secrets, such as modelplane.ai/callers: \"true\"")
-	}
-	ls := a.APIKey.SecretSelector.MatchLabels
-	if len(ls) > maxSelectorLabels {
-		return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels has %d labels; use at most %d", len(ls), maxSelectorLabels)
-	}
-	for _, k := range slices.Sorted(maps.Keys(ls)) {
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels key %q is not a label key (%s)", k, strings.Join(errs, "; "))
-		}
-		if errs := validation.IsValidLabelValue(ls[k]); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: spec.auth.apiKey.secretSelector.matchLabels[%q] value %q is not a label value (%s)", k, ls[k], strings.Join(errs, "; "))
-		}
-	}
-	return nil
-}
 
 // callerSecret is one selected caller Secret.
 type callerSecret struct {
@@ -400,11 +321,11 @@ func (c callers) inUse() []callerSecret {
 // Envoy Gateway may read it. Before Crossplane has fetched the selection,
 // every observed copy is implied.
 func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, implied map[string]bool) {
-	if b.spec.authEnabled() {
+	if b.spec.AuthEnabled() {
 		implied[ResourceCallerAuth] = true
 	}
 	for _, s := range c.selected {
-		if b.spec.authEnabled() {
+		if b.spec.AuthEnabled() {
 			implied[PrefixCallerSecret+s.name] = true
 		}
 	}
@@ -413,7 +334,7 @@ func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, impli
 		if !ok {
 			continue
 		}
-		if c.inPolicy[names.CallerSecret(b.in.GatewayName, name)] || (b.spec.authEnabled() && !c.resolved) {
+		if c.inPolicy[names.CallerSecret(b.in.GatewayName, name)] || (b.spec.AuthEnabled() && !c.resolved) {
 			implied[n] = true
 		}
 	}
@@ -423,7 +344,7 @@ func (b builder) impliedCallers(c callers, obs map[string]remote.Observed, impli
 // Nothing is built before Crossplane has fetched the selection: what was
 // composed is carried forward instead.
 func (b builder) composeCallers(c callers, policyAccepted bool, res map[string]compose.Desired) {
-	if !b.spec.authEnabled() || !c.resolved {
+	if !b.spec.AuthEnabled() || !c.resolved {
 		return
 	}
 	for _, s := range c.selected {
@@ -493,7 +414,7 @@ func (b builder) callerPolicy(use []callerSecret) *remote.Object {
 
 // callerRequirements asks for the selected caller Secrets.
 func (b builder) callerRequirements() map[string]compose.Requirement {
-	if !b.spec.authEnabled() {
+	if !b.spec.AuthEnabled() {
 		return nil
 	}
 	return map[string]compose.Requirement{requireCallerSecrets: {
@@ -503,11 +424,11 @@ func (b builder) callerRequirements() map[string]compose.Requirement {
 }
 
 // authStatus reports the method and what is in use.
-func (b builder) authStatus(c callers) *AuthStatus {
-	if !b.spec.authEnabled() {
-		return &AuthStatus{Method: "None"}
+func (b builder) authStatus(c callers) *v1alpha1.AuthStatus {
+	if !b.spec.AuthEnabled() {
+		return &v1alpha1.AuthStatus{Method: "None"}
 	}
-	st := &AuthStatus{Method: authMethodAPIKey}
+	st := &v1alpha1.AuthStatus{Method: v1alpha1.AuthMethodAPIKey}
 	for _, s := range c.inUse() {
 		st.Secrets = append(st.Secrets, s.name)
 		st.Clients += s.clients
@@ -526,7 +447,7 @@ func (b builder) openNotice() string {
 // others in use are warnings, not readiness failures.
 func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.Observed) error {
 	return func(e *evidence, obs map[string]remote.Observed) error {
-		if !b.spec.authEnabled() {
+		if !b.spec.AuthEnabled() {
 			return nil
 		}
 		for _, s := range c.selected {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
@@ -149,7 +150,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 	res.Conditions = []compose.Condition{c}
 	// No notReadySince: a gateway that loses waits for a person, and the
 	// spell of the one that later takes over starts when it composes.
-	res.Status = &Status{ClusterGateway: cl.Winner}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.Winner}
 	return res
 }
 
@@ -176,7 +177,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 // being deleted at all, which waits for a person.
 func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion string) *compose.Result {
 	res := release(req)
-	res.Status = &Status{ClusterGateway: cl.Previous}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.Previous}
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	var msg string
 	if !cl.fetched {

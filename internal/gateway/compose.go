@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
@@ -47,7 +48,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.authEnabled())
+	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
@@ -56,7 +57,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 	res := &compose.Result{
 		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
-		Implied:      spec.implied(),
+		Implied:      implied(spec),
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
@@ -78,7 +79,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b.composeClientCert(cc, req.Observed, res.Resources)
 	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
 	b.impliedCallers(callers, req.Observed, res.Implied)
-	if !spec.authEnabled() {
+	if !spec.AuthEnabled() {
 		res.Notices = append(res.Notices, b.openNotice())
 	}
 	res.Notices = append(res.Notices, ev.notices...)
@@ -114,7 +115,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compo
 // the one composed before, if any, is carried forward (it is implied), so
 // the https listener keeps its certificate.
 func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed, res map[string]compose.Desired) {
-	if !b.spec.tlsEnabled() {
+	if !b.spec.TLSEnabled() {
 		return
 	}
 	res[ResourceRedirectRoute] = compose.Desired{Object: b.redirectRoute(), Ready: remote.ReadyIn(obs, ResourceRedirectRoute)}
@@ -129,14 +130,14 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 
 // status reports the address, the base URLs clients use, and the rollout
 // counters as last observed.
-func (b builder) status(ev *evidence, c callers) *Status {
-	s := &Status{Address: ev.address, Auth: b.authStatus(c), ExtProcMarker: ev.marker.record}
+func (b builder) status(ev *evidence, c callers) *v1alpha1.InferenceGatewayStatus {
+	s := &v1alpha1.InferenceGatewayStatus{Address: ev.address, Auth: b.authStatus(c), ExtProcMarker: ev.marker.record}
 	if host := b.spec.Hostname; host != "" || ev.address != "" {
 		if host == "" {
 			host = ev.address
 		}
 		scheme := "http"
-		if b.spec.tlsEnabled() {
+		if b.spec.TLSEnabled() {
 			scheme = "https"
 		}
 		// AI Gateway serves OpenAI under /v1 and Anthropic under
@@ -144,10 +145,10 @@ func (b builder) status(ev *evidence, c callers) *Status {
 		// "openai:/v1,anthropic:/anthropic/v1"). SDKs take the base URL and
 		// add the rest: the OpenAI SDK wants .../v1, the Anthropic SDK the
 		// part before /v1.
-		s.Endpoints = &Endpoints{OpenAI: scheme + "://" + host + "/v1", Anthropic: scheme + "://" + host + "/anthropic"}
+		s.Endpoints = &v1alpha1.Endpoints{OpenAI: scheme + "://" + host + "/v1", Anthropic: scheme + "://" + host + "/anthropic"}
 	}
 	if d := ev.deployment; d != nil {
-		s.Rollout = &Rollout{
+		s.Rollout = &v1alpha1.Rollout{
 			Generation:         d.Generation,
 			ObservedGeneration: d.Status.ObservedGeneration,
 			Replicas:           d.Status.Replicas,

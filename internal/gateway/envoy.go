@@ -39,7 +39,7 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 		out[i] = corev1.TopologySpreadConstraint{
 			MaxSkew:           1,
 			TopologyKey:       k,
-			WhenUnsatisfiable: b.spec.whenUnsatisfiable(),
+			WhenUnsatisfiable: b.spec.WhenUnsatisfiable(),
 			LabelSelector:     sel,
 			MatchLabelKeys:    []string{"pod-template-hash"},
 		}
@@ -106,7 +106,7 @@ var accessLogFields = map[string]string{
 // Envoy Gateway puts the access log into each listener's configuration
 // (gateway v1.8.1 internal/gatewayapi/listener.go, processAccessLog).
 func (b builder) telemetry() *egv1a1.ProxyTelemetry {
-	if !b.spec.accessLogEnabled() {
+	if !b.spec.AccessLogEnabled() {
 		return nil
 	}
 	return &egv1a1.ProxyTelemetry{AccessLog: &egv1a1.ProxyAccessLog{Settings: []egv1a1.ProxyAccessLogSetting{{

@@ -41,7 +41,7 @@ func (b builder) listenerAdmission() (http, https *gwapiv1.AllowedRoutes) {
 		}}
 	}
 	team := metav1.LabelSelectorRequirement{Key: names.TeamNamespaceLabel, Operator: metav1.LabelSelectorOpExists}
-	if !b.spec.tlsEnabled() {
+	if !b.spec.TLSEnabled() {
 		return admit(team), nil
 	}
 	frontDoor := metav1.LabelSelectorRequirement{Key: names.FrontDoorLabel, Operator: metav1.LabelSelectorOpExists}
@@ -96,7 +96,7 @@ func (b builder) healthFilter() *remote.Object {
 // HTTPRouteRule.Matches).
 func (b builder) healthRoute() *remote.Object {
 	listeners := []string{ListenerHTTP}
-	if b.spec.tlsEnabled() {
+	if b.spec.TLSEnabled() {
 		listeners = append(listeners, ListenerHTTPS)
 	}
 	// Any method: some load balancers probe with HEAD.
@@ -166,7 +166,7 @@ func (b builder) frontDoorRoute(suffix string, listeners []string, match gwapiv1
 // (buildAuthorization); an authorization with neither would deny all.
 func (b builder) frontDoorPolicy() *remote.Object {
 	targets := []gwapiv1.LocalPolicyTargetReferenceWithSectionName{b.routeTarget(names.HealthSuffix)}
-	if b.spec.tlsEnabled() {
+	if b.spec.TLSEnabled() {
 		targets = append(targets, b.routeTarget(names.RedirectSuffix))
 	}
 	return b.wrap(&remote.Manifest[egv1a1.SecurityPolicySpec]{

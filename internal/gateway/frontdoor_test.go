@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
@@ -48,13 +49,13 @@ func namespaceLabels(o *remote.Object) map[string]string {
 // namespaces only where models are served.
 func TestListenerAdmission(t *testing.T) {
 	in := (&v1beta1.Input{}).WithDefaults()
-	tls := &Spec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &TLS{CertificateRefs: []CertificateRef{{Name: "llm-tls"}}}}
+	tls := &v1alpha1.InferenceGatewaySpec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &v1alpha1.TLS{CertificateRefs: []v1alpha1.CertificateRef{{Name: "llm-tls"}}}}
 	team := map[string]string{names.TeamNamespaceLabel: "ml-team"}
 	cases := map[string]struct {
-		spec                          *Spec
+		spec                          *v1alpha1.InferenceGatewaySpec
 		gatewayNS, frontDoorNS, teams []string
 	}{
-		"PlainHTTP": {spec: &Spec{ProviderConfigName: "c"}, frontDoorNS: []string{ListenerHTTP}, teams: []string{ListenerHTTP}},
+		"PlainHTTP": {spec: &v1alpha1.InferenceGatewaySpec{ProviderConfigName: "c"}, frontDoorNS: []string{ListenerHTTP}, teams: []string{ListenerHTTP}},
 		"TLS":       {spec: tls, frontDoorNS: []string{ListenerHTTP, ListenerHTTPS}, teams: []string{ListenerHTTPS}},
 	}
 	for name, tc := range cases {
@@ -79,8 +80,8 @@ func TestListenerAdmission(t *testing.T) {
 // front-door namespace, never in the gateway namespace.
 func TestFrontDoorRoutesBind(t *testing.T) {
 	in := (&v1beta1.Input{}).WithDefaults()
-	plain := builder{in: in, spec: &Spec{ProviderConfigName: "c"}}
-	tls := builder{in: in, spec: &Spec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &TLS{CertificateRefs: []CertificateRef{{Name: "x"}}}}}
+	plain := builder{in: in, spec: &v1alpha1.InferenceGatewaySpec{ProviderConfigName: "c"}}
+	tls := builder{in: in, spec: &v1alpha1.InferenceGatewaySpec{ProviderConfigName: "c", Hostname: "llm.example.com", TLS: &v1alpha1.TLS{CertificateRefs: []v1alpha1.CertificateRef{{Name: "x"}}}}}
 	http, https := ParentRef(in, ListenerHTTP), ParentRef(in, ListenerHTTPS)
 	for name, tc := range map[string]struct {
 		route *remote.Object

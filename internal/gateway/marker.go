@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -93,32 +94,14 @@ const markerSettle = 15 * time.Second
 // reason stay (util/deployment_util.go).
 const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
 
-// MarkerStatus is the function's record, in the InferenceGateway's status,
-// of the rollout it may write its own ext-proc marker for.
-type MarkerStatus struct {
-	// It is also the value of the marker the function writes for that
-	// rollout, so that two reconciles never write two values, each of
-	// which would roll Envoy.
-
-	// When the Envoy Deployment's rollout completed, as the Deployment
-	// controller recorded it: its Progressing condition's lastUpdateTime,
-	// on the gateway cluster's clock.
-	// +optional
-	RolloutCompleted string `json:"rolloutCompleted"`
-	// When the function first saw that rollout complete with every other
-	// condition for its marker met, on its own clock.
-	// +optional
-	FirstSeen string `json:"firstSeen"`
-}
-
 // recordedMarker reads the function's record from the observed composite;
 // an unreadable one reads as none, which only restarts the settle time.
-func recordedMarker(xr map[string]any) *MarkerStatus {
+func recordedMarker(xr map[string]any) *v1alpha1.MarkerStatus {
 	m, _, _ := unstructured.NestedStringMap(xr, "status", "extProcMarker")
 	if m["rolloutCompleted"] == "" || m["firstSeen"] == "" {
 		return nil
 	}
-	return &MarkerStatus{RolloutCompleted: m["rolloutCompleted"], FirstSeen: m["firstSeen"]}
+	return &v1alpha1.MarkerStatus{RolloutCompleted: m["rolloutCompleted"], FirstSeen: m["firstSeen"]}
 }
 
 // ownMarker is what the function does with its marker in this reconcile.
@@ -140,7 +123,7 @@ type ownMarker struct {
 	firstSeen time.Time
 	// record goes into the composite's status while the marker is in
 	// sight, so that the next reconcile keeps counting from firstSeen.
-	record *MarkerStatus
+	record *v1alpha1.MarkerStatus
 	// blockers say what else the function waits for before it writes it.
 	blockers []string
 	// unverifiable: all else holds, but the function cannot observe AI
@@ -173,7 +156,7 @@ func carriedMarker(obs map[string]remote.Observed) string {
 // planMarker decides, from the evidence of this reconcile and the record
 // of earlier ones, whether the function writes its marker now, and
 // otherwise when it would.
-func planMarker(e *evidence, carried string, rec *MarkerStatus, now time.Time) ownMarker {
+func planMarker(e *evidence, carried string, rec *v1alpha1.MarkerStatus, now time.Time) ownMarker {
 	if carried != "" {
 		return ownMarker{value: carried}
 	}
@@ -193,7 +176,7 @@ func planMarker(e *evidence, carried string, rec *MarkerStatus, now time.Time) o
 			m.firstSeen = t.UTC()
 		}
 	}
-	m.record = &MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
+	m.record = &v1alpha1.MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
 	if now.Sub(m.firstSeen) >= markerSettle {
 		m.value, m.written = completed, true
 		return m

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -75,7 +76,7 @@ type clientCert struct {
 // clientCertRequirements asks for the caSecretRef Secret by name in the
 // Input's objectNamespace on the control plane.
 func (b builder) clientCertRequirements() map[string]compose.Requirement {
-	c := b.spec.clientCert()
+	c := b.spec.ClientCert()
 	if c == nil || c.CASecretRef == nil {
 		return nil
 	}
@@ -87,7 +88,7 @@ func (b builder) clientCertRequirements() map[string]compose.Requirement {
 // that it is there and is its certificate's; only provider-kubernetes
 // copies it.
 func (b builder) readClientCert(req compose.Request) *clientCert {
-	c := b.spec.clientCert()
+	c := b.spec.ClientCert()
 	if c == nil {
 		return nil
 	}
@@ -250,7 +251,7 @@ func (b builder) composeClientCert(c *clientCert, obs map[string]remote.Observed
 	if c == nil {
 		return
 	}
-	spec := b.spec.clientCert()
+	spec := b.spec.ClientCert()
 	res[ResourceClientCertificate] = compose.Desired{Object: b.certificate(spec), Ready: c.issued && c.problem == ""}
 	if c.ca == nil {
 		return
@@ -263,9 +264,9 @@ func (b builder) composeClientCert(c *clientCert, obs map[string]remote.Observed
 
 // certificate is the gateway's client certificate. An ECDSA key, rotated
 // with every renewal, for client authentication only.
-func (b builder) certificate(c *ClientCertificate) *remote.Object {
-	d, r, _ := c.durations()
-	ref := cmmeta.IssuerReference{Group: certManagerGroup, Kind: issuerKind}
+func (b builder) certificate(c *v1alpha1.ClientCertificate) *remote.Object {
+	d, r, _ := c.Durations()
+	ref := cmmeta.IssuerReference{Group: certManagerGroup, Kind: v1alpha1.KindIssuer}
 	switch {
 	case c.IssuerRef != nil:
 		ref.Name = c.IssuerRef.Name
@@ -348,9 +349,9 @@ func (b builder) envoyProxyBackendTLS(c *clientCert) *egv1a1.BackendTLSConfig {
 
 // backendTLSStatus publishes the client certificate's Secret and, with a
 // caSecretRef, the CA's certificate (public).
-func (b builder) backendTLSStatus(c *clientCert) *BackendTLSStatus {
+func (b builder) backendTLSStatus(c *clientCert) *v1alpha1.BackendTLSStatus {
 	if c == nil {
 		return nil
 	}
-	return &BackendTLSStatus{CACertificate: c.caPEM, SecretName: ClientCertificateSecret(b.in.GatewayName)}
+	return &v1alpha1.BackendTLSStatus{CACertificate: c.caPEM, SecretName: ClientCertificateSecret(b.in.GatewayName)}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -138,7 +139,7 @@ type filterConfigEvidence struct {
 // It also decides on the function's own ext-proc marker (marker.go), whose
 // value composed before is carried, and whose settle time counts from the
 // first sight recorded in rec.
-func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, cc *clientCert, c callers, rec *MarkerStatus, now time.Time) (*evidence, error) {
+func (b builder) observe(obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, cc *clientCert, c callers, rec *v1alpha1.MarkerStatus, now time.Time) (*evidence, error) {
 	e := &evidence{}
 	b.observeFilterConfig(e, obs)
 	b.observeTLS(e, secrets)
@@ -235,7 +236,7 @@ func (b builder) observeListeners(e *evidence, gw map[string]any) error {
 // listenerNames are the listeners the function composes on the Gateway:
 // http, and https with TLS (gateway).
 func (b builder) listenerNames() []string {
-	if b.spec.tlsEnabled() {
+	if b.spec.TLSEnabled() {
 		return []string{ListenerHTTP, ListenerHTTPS}
 	}
 	return []string{ListenerHTTP}
@@ -294,7 +295,7 @@ func (b builder) policyAccepted(e *evidence, obs map[string]remote.Observed, res
 // observeDeployment evaluates the rollout rule on the live Envoy
 // Deployment, and plans the function's own marker on what it shows. It
 // runs after observeAnchor, whose verdict the plan needs.
-func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule, rec *MarkerStatus, now time.Time) error {
+func (b builder) observeDeployment(e *evidence, obs map[string]remote.Observed, rule *rollout.Rule, rec *v1alpha1.MarkerStatus, now time.Time) error {
 	dn := names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)
 	dep, ok := obs[ResourceEnvoyDeployment]
 	carried := carriedMarker(obs)

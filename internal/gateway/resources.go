@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -50,7 +51,7 @@ const (
 )
 
 // Resources lists every composition resource name an InferenceGateway
-// implies whatever its spec; Spec.implied adds those of TLS.
+// implies whatever its spec; implied adds those of TLS.
 var Resources = []string{
 	resourceNamespace, resourceEnvoyProxy, resourceGateway, resourceAnchorRoute, resourceFailoverPolicy, resourceClientPolicy, ResourceEnvoyDeployment,
 	ResourceGatewayStatus, ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
@@ -82,7 +83,7 @@ func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
 // builder builds the gateway's manifests for one spec and Input.
 type builder struct {
 	in   *v1beta1.Input
-	spec *Spec
+	spec *v1alpha1.InferenceGatewaySpec
 }
 
 func (b builder) meta(name string) remote.Meta {
@@ -134,7 +135,7 @@ func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) 
 				Kubernetes: &egv1a1.EnvoyProxyKubernetesProvider{
 					EnvoyDeployment: &egv1a1.KubernetesDeploymentSpec{
 						Name:     new(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName)),
-						Replicas: new(b.spec.replicaCount()),
+						Replicas: new(b.spec.ReplicaCount()),
 						Pod:      pod,
 						Patch:    dnsPatch,
 					},
@@ -145,7 +146,7 @@ func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) 
 					},
 				},
 			},
-			Shutdown:   &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.drainTimeout()))},
+			Shutdown:   &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.DrainTimeout()))},
 			Telemetry:  b.telemetry(),
 			BackendTLS: backendTLS,
 		},
@@ -177,7 +178,7 @@ func (b builder) gateway() *remote.Object {
 	listeners := []gwapiv1.Listener{{
 		Name: ListenerHTTP, Port: portHTTP, Protocol: gwapiv1.HTTPProtocolType, AllowedRoutes: httpAdmits,
 	}}
-	if b.spec.tlsEnabled() {
+	if b.spec.TLSEnabled() {
 		refs := make([]gwapiv1.SecretObjectReference, len(b.spec.TLS.CertificateRefs))
 		for i, r := range b.spec.TLS.CertificateRefs {
 			refs[i] = gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(r.Name)}
@@ -264,9 +265,9 @@ func (b builder) failoverPolicy() *remote.Object {
 		PolicyTargetReferences: b.gatewayTarget(),
 		ClusterSettings: egv1a1.ClusterSettings{
 			Retry: &egv1a1.Retry{
-				NumRetries:             new(b.spec.numRetries()),
+				NumRetries:             new(b.spec.NumRetries()),
 				NumAttemptsPerPriority: ptr.To[int32](1),
-				RetryOn:                b.spec.retryOn(),
+				RetryOn:                b.spec.RetryOn(),
 			},
 			HealthCheck: &egv1a1.HealthCheck{
 				Passive: &egv1a1.PassiveHealthCheck{
@@ -275,7 +276,7 @@ func (b builder) failoverPolicy() *remote.Object {
 					BaseEjectionTime:     ptr.To(gwapiv1.Duration("30s")),
 					MaxEjectionPercent:   ptr.To[int32](100),
 				},
-				PanicThreshold: new(uint32(b.spec.panicThreshold())), //nolint:gosec // validateFailover keeps it within 0 to 100
+				PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // Validate keeps it within 0 to 100
 			},
 		},
 	})
@@ -295,7 +296,7 @@ func (b builder) failoverPolicy() *remote.Object {
 // caller authentication on, api_key_auth then sets the header to the
 // authenticated client ID.
 func (b builder) clientPolicy() *remote.Object {
-	limit := b.spec.bufferLimit()
+	limit := b.spec.BufferLimit()
 	return policy(b, "ClientTrafficPolicy", names.ClientPolicy(b.in.GatewayName), &egv1a1.ClientTrafficPolicySpec{
 		PolicyTargetReferences: b.gatewayTarget(),
 		Connection:             &egv1a1.ClientConnection{BufferLimit: &limit},

@@ -36,7 +36,7 @@ func ReadRouteView(xr map[string]any) (RouteView, error) {
 		return RouteView{}, errors.New("cannot read the InferenceGateway: spec.providerConfigName is not set; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
 	}
 	v := RouteView{ProviderConfigName: name}
-	// As Spec.tlsEnabled: an object, even an empty one, turns TLS on.
+	// As InferenceGatewaySpec.TLSEnabled: an object, even an empty one, turns TLS on.
 	switch tls := spec["tls"].(type) {
 	case nil:
 	case map[string]any:

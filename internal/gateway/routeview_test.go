@@ -25,7 +25,7 @@ func TestReadRouteView(t *testing.T) {
 			want:   RouteView{ProviderConfigName: "p", TLS: true},
 		},
 		"EmptyTLS": {
-			reason: "An empty spec.tls turns TLS on, as Spec.tlsEnabled reads it.",
+			reason: "An empty spec.tls turns TLS on, as InferenceGatewaySpec.TLSEnabled reads it.",
 			spec:   map[string]any{"providerConfigName": "p", "tls": map[string]any{}},
 			want:   RouteView{ProviderConfigName: "p", TLS: true},
 		},

@@ -44,7 +44,7 @@ func (b builder) secretRequirements() map[string]compose.Requirement {
 // Input's objectNamespace on the control plane.
 func (b builder) tlsRequirements() map[string]compose.Requirement {
 	out := map[string]compose.Requirement{}
-	if !b.spec.tlsEnabled() {
+	if !b.spec.TLSEnabled() {
 		return out
 	}
 	for _, r := range b.spec.TLS.CertificateRefs {
@@ -58,7 +58,7 @@ func (b builder) tlsRequirements() map[string]compose.Requirement {
 // the certificate's (keyMismatch). The values are read for that check only;
 // they never leave the function, and only provider-kubernetes copies them.
 func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
-	if !b.spec.tlsEnabled() {
+	if !b.spec.TLSEnabled() {
 		return nil
 	}
 	out := make([]tlsSecret, 0, len(b.spec.TLS.CertificateRefs))

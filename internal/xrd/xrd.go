@@ -88,7 +88,7 @@ func Generate(pkgDir string) (map[string][]byte, error) {
 	}
 	defer func() { _ = os.RemoveAll(out) }()
 	cmd := exec.Command("go", "run", "-tags", "generate", "sigs.k8s.io/controller-tools/cmd/controller-gen",
-		"paths=./v1alpha1", "crd:crdVersions=v1", "output:artifacts:config="+out)
+		"paths=./v1alpha1;../apis/v1alpha1", "crd:crdVersions=v1", "output:artifacts:config="+out)
 	cmd.Dir = pkgDir
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("cannot run controller-gen: %w\n%s", err, b)

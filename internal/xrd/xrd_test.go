@@ -20,7 +20,7 @@ func TestXRDsMatchTypes(t *testing.T) {
 	// test's cache does not see, and a changed marker or doc comment
 	// leaves the test binary as it was: reading the sources here makes a
 	// change to them rerun the test.
-	for _, dir := range []string{"v1alpha1", filepath.Join("..", "gateway"), filepath.Join("..", "route")} {
+	for _, dir := range []string{"v1alpha1", filepath.Join("..", "apis", "v1alpha1"), filepath.Join("..", "gateway"), filepath.Join("..", "route")} {
 		srcs, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(srcs) == 0 {
 			t.Fatalf("cannot find the Go files of %s: %v", dir, err)

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
@@ -102,7 +102,7 @@ func (sc *scenarios) aiGatewayDown(t *testing.T) {
 	})
 	t.Logf("scenario 5g: RoutingReady=True %s after AI Gateway started again", time.Since(started).Round(100*time.Millisecond))
 	sc.readXDS(t, "scenario-5g-up", all(
-		checkFailover(model, []int64{0}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		checkFailover(model, []int64{0}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),
 		func(d xdsDump) string {
 			if r, _ := d.modelRoute(serving); r == nil {
 				return fmt.Sprintf("the serving model %q has no route", serving)

@@ -123,10 +123,10 @@ var breaks = []deliberateBreak{{
 }, {
 	name: "retry-without-429",
 	what: "the default retry policy retries 503 only, so a rate-limited tier answers 429 to the client instead of failing over",
-	file: "internal/gateway/spec.go",
+	file: "internal/apis/v1alpha1/gateway_types.go",
 	edits: []edit{{
-		old: "defaultRetryStatusCodes = []int32{429, 503}",
-		new: "defaultRetryStatusCodes = []int32{503}",
+		old: "DefaultRetryStatusCodes = []int32{429, 503}",
+		new: "DefaultRetryStatusCodes = []int32{503}",
 	}},
 	// Scenario 2's xDS: the route's retry policy.
 	caughtBy: "retries status codes [503], not 429",
@@ -135,8 +135,8 @@ var breaks = []deliberateBreak{{
 	what: "the failover policy's panic threshold 0 whatever spec.failover says, so Envoy never ignores its passive health checks",
 	file: "internal/gateway/resources.go",
 	edits: []edit{{
-		old: "PanicThreshold: new(uint32(b.spec.panicThreshold()))",
-		new: "PanicThreshold: new(uint32(0 * b.spec.panicThreshold()))",
+		old: "PanicThreshold: new(uint32(b.spec.PanicThreshold()))",
+		new: "PanicThreshold: new(uint32(0 * b.spec.PanicThreshold()))",
 	}},
 	// Scenario 2's xDS: the cluster's common_lb_config.
 	caughtBy: "healthy panic threshold 0%, want 50%",

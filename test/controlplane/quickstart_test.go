@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
@@ -227,7 +228,7 @@ func TestQuickStart(t *testing.T) {
 		checkVirtualHost(gateway.ListenerHTTPS, hostname),
 		checkCallerAuth(clients),
 		checkFrontDoorTLS(hostname),
-		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),
 	))
 	t.Logf("step 6's call to %s as caller %s for model %q: Envoy is told to check the caller's key and route the model on the https listener of %s", call.url, client, model, hostname)
 

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
@@ -103,7 +103,7 @@ func (sc *scenarios) missingBackendSplits(t *testing.T) {
 	model := teamControlNS + "/" + routeName
 	sc.readXDS(t, "scenario-2b-split", all(
 		checkSplit(splitProbeModel, "httproute/"+splitProbeNS+"/probe/rule/0"),
-		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),
 		checkUpstreamExtProc(model),
 	))
 }

@@ -18,6 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
@@ -325,10 +326,10 @@ func (sc *scenarios) envoyIsTold(t *testing.T) {
 	t.Helper()
 	model := teamControlNS + "/" + routeName // the ModelRoute sets no spec.model
 	d := sc.readXDS(t, "scenario-2", all(
-		checkBodyLimit(gateway.DefaultBufferLimit.Value()),
-		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(gateway.DefaultNumRetries)),
+		checkBodyLimit(v1alpha1.DefaultBufferLimit.Value()),
+		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),
 		checkAIGatewayFilters,
-		checkPassiveHealth(gateway.DefaultPanicThreshold),
+		checkPassiveHealth(v1alpha1.DefaultPanicThreshold),
 		checkCallerHeaderRemovedEarly,
 		checkCallerLogged,
 		checkNoCallerAuth,
@@ -525,7 +526,7 @@ func checkPassiveHealth(threshold int32) func(xdsDump) string {
 					return fmt.Sprintf("cluster %q: outlier_detection.%s %v, want %v (outlier_detection %v)", name, k, od[k], v, od)
 				}
 			}
-			got := float64(gateway.DefaultPanicThreshold)
+			got := float64(v1alpha1.DefaultPanicThreshold)
 			if p, ok, _ := unstructured.NestedMap(c, "common_lb_config", "healthy_panic_threshold"); ok {
 				got, _ = p["value"].(float64)
 			}

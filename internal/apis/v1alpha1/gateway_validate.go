@@ -1,0 +1,120 @@
+package v1alpha1
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/crossplane/function-sdk-go/errors"
+)
+
+// Validate checks an InferenceGateway's spec: what the schema says, for
+// crossplane render, which does not validate an XR against its XRD, and
+// what the schema cannot say. Its first problem is the error, naming the
+// field.
+func (s *InferenceGatewaySpec) Validate() error {
+	if strings.TrimSpace(s.ProviderConfigName) == "" {
+		return errors.New("cannot compose InferenceGateway: spec.providerConfigName is required; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
+	}
+	if s.Replicas != nil && *s.Replicas < 0 {
+		return errors.Errorf("cannot compose InferenceGateway: spec.replicas is %d; set it to 0 or more", *s.Replicas)
+	}
+	if s.Hostname != "" {
+		if errs := validation.IsDNS1123Subdomain(s.Hostname); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
+		}
+	}
+	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if s.TLS != nil {
+		if s.Hostname == "" {
+			return errors.New("cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for")
+		}
+		if len(s.TLS.CertificateRefs) == 0 {
+			return errors.New("cannot compose InferenceGateway: spec.tls.certificateRefs is empty; name at least one TLS Secret in the gateway namespace")
+		}
+		for i, r := range s.TLS.CertificateRefs {
+			if r.Name == "" {
+				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
+			}
+		}
+	}
+	return nil
+}
+
+// gatewayDuration is Gateway API's Duration (gateway-api v1.5.1
+// apis/v1/shared_types.go, Duration), which the EnvoyProxy's drainTimeout
+// must match; Envoy Gateway then parses it with time.ParseDuration.
+var gatewayDuration = regexp.MustCompile(`^([0-9]{1,5}(h|m|s|ms)){1,4}$`)
+
+func (s *InferenceGatewaySpec) validateEnvoy() error {
+	if s.Envoy == nil {
+		return nil
+	}
+	if d := s.Envoy.DrainTimeout; d != nil {
+		v, err := time.ParseDuration(*d)
+		if !gatewayDuration.MatchString(*d) || err != nil || v < time.Second || v > MaxDrainTimeout {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, DefaultDrainTimeout)
+		}
+	}
+	if sp := s.Envoy.Spread; sp != nil && sp.WhenUnsatisfiable != "" {
+		switch corev1.UnsatisfiableConstraintAction(sp.WhenUnsatisfiable) {
+		case corev1.ScheduleAnyway, corev1.DoNotSchedule:
+		default:
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.spread.whenUnsatisfiable is %q; set ScheduleAnyway (the default) or DoNotSchedule", sp.WhenUnsatisfiable)
+		}
+	}
+	return nil
+}
+
+func (s *InferenceGatewaySpec) validateConnection() error {
+	if s.Connection == nil || s.Connection.BufferLimit == nil {
+		return nil
+	}
+	q := s.Connection.BufferLimit
+	// Envoy Gateway turns the limit into a uint32 and rejects the whole
+	// ClientTrafficPolicy when it does not fit (gateway v1.8.1
+	// internal/gatewayapi/clienttrafficpolicy.go, BufferLimit).
+	v, ok := q.AsInt64()
+	if !ok || v < MinBufferLimit || v > math.MaxUint32 {
+		return errors.Errorf("cannot compose InferenceGateway: spec.connection.bufferLimit %s is out of range; set a size from 32Ki to 4095Mi, such as the default %s", q.String(), DefaultBufferLimit.String())
+	}
+	return nil
+}
+
+func (s *InferenceGatewaySpec) validateFailover() error {
+	f := s.Failover
+	if f == nil {
+		return nil
+	}
+	if f.NumRetries != nil && (*f.NumRetries < 0 || *f.NumRetries > 10) {
+		return errors.Errorf("cannot compose InferenceGateway: spec.failover.numRetries is %d; set 0 to 10", *f.NumRetries)
+	}
+	if f.PanicThreshold != nil && (*f.PanicThreshold < 0 || *f.PanicThreshold > 100) {
+		return errors.Errorf("cannot compose InferenceGateway: spec.failover.panicThreshold is %d; set a percentage from 0 to 100", *f.PanicThreshold)
+	}
+	if f.RetryOn == nil {
+		return nil
+	}
+	for i, t := range f.RetryOn.Triggers {
+		if !slices.Contains(RetryTriggers, egv1a1.TriggerEnum(t)) {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is not a trigger Envoy Gateway knows; use one of %v", i, t, RetryTriggers)
+		}
+	}
+	for i, c := range f.RetryOn.HTTPStatusCodes {
+		// Envoy Gateway's HTTPStatus (api/v1alpha1/shared_types.go).
+		if c < 100 || c > 599 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] is %d; use an HTTP status from 100 to 599, such as 429 or 503", i, c)
+		}
+	}
+	return nil
+}
