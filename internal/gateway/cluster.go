@@ -16,6 +16,11 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
+// One gateway per cluster (package claim says why). This file reads the
+// claimants and what is left of the previous gateway's Objects from the
+// request, has package claim decide, and turns a lost or waiting decision
+// into a result that composes nothing on the cluster.
+
 // requireGateways names the requirement for every InferenceGateway.
 const requireGateways = "inference-gateways"
 
