@@ -4,17 +4,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
+
+// One gateway per cluster (package claim says why). This file reads the
+// claimants and what is left of the previous gateway's Objects from the
+// request, has package claim decide, and turns a lost or waiting decision
+// into a result that composes nothing on the cluster.
 
 // requireGateways names the requirement for every InferenceGateway.
 const requireGateways = "inference-gateways"
@@ -31,86 +36,27 @@ const requirePreviousObjects = "previous-gateway-objects"
 // RenderComposedResourceMetadata copies it to each composed resource).
 const labelComposite = "crossplane.io/composite"
 
-// The gateway cluster's objects have fixed names (the Input's), so two
-// InferenceGateways with the same providerConfigName would apply, and on
-// deletion delete, the same Gateway, EnvoyProxy and routes. One of them
-// wins the cluster and composes; the others compose nothing there and say
-// ClusterAlreadyHasGateway.
-//
-// Each records in status.clusterGateway the InferenceGateway it saw
-// compose the cluster: the winner its own name (its claim), a loser the
-// winner's. Only the function writes it, on every reconcile, and Crossplane
-// applies the composite's status with server-side apply as one field
-// manager (crossplane v2.2.0 composition_functions.go,
-// FunctionComposer.Compose, the status patch with FieldOwnerXR), so a field
-// the function stops writing goes: a loser never keeps a claim.
-
-// claimant is one InferenceGateway's claim on a gateway cluster.
-type claimant struct {
-	Name    string
-	Created time.Time
-	// Claimed: its status.clusterGateway is its own name, that is it has
-	// composed the cluster. It survives a reconcile in which the Gateway
-	// is not observed and status.address is empty.
-	Claimed bool
-	// Serving: it has an address and is not itself a loser. It orders
-	// only gateways that have not claimed yet: one that composed before
-	// claims were recorded keeps its cluster until its first reconcile
-	// records the claim.
-	Serving bool
-	// Deleting: it has a deletionTimestamp. It never wins: Crossplane is
-	// deleting it, and the garbage collector its Objects.
-	Deleting bool
-	// Recorded is its status.clusterGateway: the InferenceGateway it last
-	// saw compose the cluster.
-	Recorded string
-}
-
-// pickWinner picks the InferenceGateway that composes a cluster among those not
-// being deleted: one that has claimed it, then one that serves, then the
-// oldest, then the first by name. A loser never claims nor gets an
-// address, because it composes nothing, so a winner keeps the cluster while
-// others are created, deleted or recreated, and through a reconcile that
-// loses its address. Two created at once may both claim before each sees
-// the other; the same order then picks the older, on both sides, and the
-// other lets go (see lose). It returns false when every claimant is being
-// deleted, or there are none.
-func pickWinner(cs []claimant) (claimant, bool) {
-	live := slices.DeleteFunc(slices.Clone(cs), func(c claimant) bool { return c.Deleting })
-	if len(live) == 0 {
-		return claimant{}, false
-	}
-	return slices.MinFunc(live, compareClaims), true
-}
-
-// compareClaims orders claimants by how strong their claim is.
-func compareClaims(a, b claimant) int {
-	switch {
-	case a.Claimed != b.Claimed:
-		if a.Claimed {
-			return -1
-		}
-		return 1
-	case a.Serving != b.Serving:
-		if a.Serving {
-			return -1
-		}
-		return 1
-	case !a.Created.Equal(b.Created):
-		return a.Created.Compare(b.Created)
-	}
-	return strings.Compare(a.Name, b.Name)
+// cluster is one InferenceGateway's decision on its cluster (package
+// claim), with what turning it into a result needs.
+type cluster struct {
+	claim.Decision
+	// self names the composite.
+	self string
+	// left are the previous gateway's Objects still there, and fetched
+	// whether Crossplane has fetched them (see previousLeft).
+	left    []*unstructured.Unstructured
+	fetched bool
 }
 
 // claimantOf reads an InferenceGateway's claim and the cluster it claims
 // (spec.providerConfigName). It reads only what it needs, so another
 // gateway's bad spec never fails this one.
-func claimantOf(xr map[string]any) (claimant, string) {
+func claimantOf(xr map[string]any) (claim.Claimant, string) {
 	u := unstructured.Unstructured{Object: xr}
 	pc, _, _ := unstructured.NestedString(xr, "spec", "providerConfigName")
 	addr, _, _ := unstructured.NestedString(xr, "status", "address")
 	rec, _, _ := unstructured.NestedString(xr, "status", "clusterGateway")
-	c := claimant{
+	c := claim.Claimant{
 		Name: u.GetName(), Created: u.GetCreationTimestamp().Time,
 		Claimed: rec != "" && rec == u.GetName(), Serving: addr != "",
 		Deleting: u.GetDeletionTimestamp() != nil, Recorded: rec,
@@ -128,64 +74,23 @@ func claimantOf(xr map[string]any) (claimant, string) {
 	return c, pc
 }
 
-// cluster is what one InferenceGateway knows of its cluster's claimants.
-type cluster struct {
-	self claimant
-	// winner composes the cluster; it is self when self wins, or when the
-	// list is not resolved yet.
-	winner claimant
-	// previous, when self wins but has not claimed the cluster yet, names
-	// the InferenceGateway that composed it before, whose Objects must be
-	// gone before self composes.
-	previous string
-}
-
 // clusterOf reads the claimants on this composite's cluster, when Crossplane
-// has fetched the InferenceGateways. The composite itself counts as it is
-// observed now, whether or not the list holds it.
+// has fetched the InferenceGateways, and what is left of the previous
+// gateway's Objects, and decides what the composite does there.
 func clusterOf(req compose.Request, providerConfig string) cluster {
 	self, _ := claimantOf(req.Composite)
-	cl := cluster{self: self, winner: self}
-	items, resolved := req.Required[requireGateways]
-	if !resolved {
-		return cl
-	}
-	cs := []claimant{self}
+	items, listed := req.Required[requireGateways]
+	others := make([]claim.Claimant, 0, len(items))
 	for _, it := range items {
-		c, pc := claimantOf(it)
-		if pc == providerConfig && c.Name != self.Name {
-			cs = append(cs, c)
+		if c, pc := claimantOf(it); pc == providerConfig {
+			others = append(others, c)
 		}
 	}
-	if w, ok := pickWinner(cs); ok {
-		cl.winner = w
+	left, fetched := previousLeft(req)
+	return cluster{
+		Decision: claim.Decide(self, others, listed, claim.Leftovers{Fetched: fetched, Left: len(left)}),
+		self:     self.Name, left: left, fetched: fetched,
 	}
-	if cl.winner.Name != self.Name || self.Claimed {
-		return cl
-	}
-	// Self takes the cluster over. The gateway it lost to before, if it
-	// did, is the one whose Objects may still be there. Crossplane removes
-	// a deleted composite's finalizer at once, without running the
-	// pipeline (crossplane v2.2.0
-	// internal/controller/apiextensions/composite/reconciler.go, Reconcile,
-	// the meta.WasDeleted branch), so the composite is gone from the list
-	// while the garbage collector deletes its composed resources, which
-	// name it as their controller (composition_render.go,
-	// RenderComposedResourceMetadata): after it, as custom resources are
-	// deleted in the background by default, or before it only when it was
-	// deleted in the foreground (k8s.io/apiserver v0.36.1
-	// pkg/registry/generic/registry/store.go,
-	// deletionFinalizersForGarbageCollection). A gateway that did not lose
-	// to it (created while it was being deleted) sees it only while it is
-	// still listed.
-	cl.previous = self.Recorded
-	if cl.previous == "" {
-		deleting := slices.DeleteFunc(cs, func(c claimant) bool { return !c.Deleting || (!c.Claimed && !c.Serving) })
-		if len(deleting) > 0 {
-			cl.previous = slices.MinFunc(deleting, compareClaims).Name
-		}
-	}
-	return cl
 }
 
 // gatewaysRequirement asks for every InferenceGateway (cluster-scoped) of
@@ -209,8 +114,8 @@ func previousRequirement(objectNamespace, previous string) compose.Requirement {
 // previous gateway's Objects.
 func (cl cluster) requirements(objectNamespace, apiVersion string) map[string]compose.Requirement {
 	r := map[string]compose.Requirement{requireGateways: gatewaysRequirement(apiVersion)}
-	if cl.previous != "" {
-		r[requirePreviousObjects] = previousRequirement(objectNamespace, cl.previous)
+	if cl.Previous != "" {
+		r[requirePreviousObjects] = previousRequirement(objectNamespace, cl.Previous)
 	}
 	return r
 }
@@ -245,12 +150,12 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 		Type:   ConditionType,
 		Reason: ReasonClusterAlreadyHasGateway,
 		Message: fmt.Sprintf("the InferenceGateway %q already composes the gateway on the cluster of providerConfigName %q (the names there are fixed, one gateway per cluster); %q composes nothing there. Delete it, or set another providerConfigName",
-			cl.winner.Name, providerConfig, cl.self.Name),
+			cl.Winner, providerConfig, cl.self),
 	}
 	res.Conditions = []compose.Condition{c}
 	// No notReadySince: a gateway that loses waits for a person, and the
 	// spell of the one that later takes over starts when it composes.
-	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.winner.Name}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.Winner}
 	return res
 }
 
@@ -275,18 +180,18 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 // again soon: by how long the oldest of them has been deleted
 // (compose.Backoff), or at the default TTL while one of them is not
 // being deleted at all, which waits for a person.
-func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstructured, resolved bool, providerConfig, apiVersion string) *compose.Result {
+func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion string) *compose.Result {
 	res := release(req)
-	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.previous}
+	res.Status = &v1alpha1.InferenceGatewayStatus{ClusterGateway: cl.Previous}
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	var msg string
-	if !resolved {
+	if !cl.fetched {
 		msg = fmt.Sprintf("the Objects of the InferenceGateway %q, which composed the gateway on the cluster of providerConfigName %q before, have not been fetched yet; %q composes nothing there until they are gone",
-			cl.previous, providerConfig, cl.self.Name)
+			cl.Previous, providerConfig, cl.self)
 	} else {
 		since, stuck := req.Now, false
-		names := make([]string, 0, len(left))
-		for _, o := range left {
+		names := make([]string, 0, len(cl.left))
+		for _, o := range cl.left {
 			t := o.GetDeletionTimestamp()
 			if t == nil {
 				stuck = true
@@ -300,9 +205,9 @@ func waitForPrevious(req compose.Request, cl cluster, left []*unstructured.Unstr
 		}
 		slices.Sort(names)
 		msg = fmt.Sprintf("the InferenceGateway %q composed the gateway on the cluster of providerConfigName %q before; %d of its Objects remain in %q (%s), and deleting them deletes the remote objects of the same fixed names, so %q composes nothing there until they are gone",
-			cl.previous, providerConfig, len(left), req.Input.ObjectNamespace, strings.Join(names, ", "), cl.self.Name)
+			cl.Previous, providerConfig, len(cl.left), req.Input.ObjectNamespace, strings.Join(names, ", "), cl.self)
 		if stuck {
-			msg += fmt.Sprintf(". An Object not being deleted stays until someone deletes it (its InferenceGateway may have been deleted with orphan propagation): delete it if %q is gone", cl.previous)
+			msg += fmt.Sprintf(". An Object not being deleted stays until someone deletes it (its InferenceGateway may have been deleted with orphan propagation): delete it if %q is gone", cl.Previous)
 		} else {
 			res.RequeueAfter = compose.Backoff(since, req.Now)
 		}

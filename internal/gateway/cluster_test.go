@@ -6,96 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 )
-
-func TestWinner(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
-	winner := claimant{Name: "prod", Created: t0, Serving: true}
-	cases := map[string]struct {
-		reason string
-		cs     []claimant
-		want   string
-	}{
-		"Alone": {
-			reason: "A gateway alone on its cluster wins it.",
-			cs:     []claimant{winner}, want: "prod",
-		},
-		"LoserCreated": {
-			reason: "A second gateway created later, with no address, loses.",
-			cs:     []claimant{winner, {Name: "a-second", Created: t0.Add(time.Hour)}}, want: "prod",
-		},
-		"LoserDeleted": {
-			reason: "When the loser is deleted, the list holds only the winner again.",
-			cs:     []claimant{winner}, want: "prod",
-		},
-		"LoserRecreated": {
-			reason: "A recreated loser is newer than ever and still has no address.",
-			cs:     []claimant{{Name: "a-second", Created: t0.Add(2 * time.Hour)}, winner}, want: "prod",
-		},
-		"OlderLoserWithoutAddress": {
-			reason: "An older gateway whose claim lost (it never got an address) does not take over the serving one.",
-			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, winner}, want: "prod",
-		},
-		"BothServing": {
-			reason: "Both have an address (one moved to this cluster): the oldest wins.",
-			cs:     []claimant{{Name: "z-old", Created: t0.Add(-time.Hour), Serving: true}, winner}, want: "z-old",
-		},
-		"NeitherServing": {
-			reason: "Neither has an address yet: the oldest wins.",
-			cs:     []claimant{{Name: "b", Created: t0.Add(time.Minute)}, {Name: "c", Created: t0}}, want: "c",
-		},
-		"SameTimestamp": {
-			reason: "Created in the same second, neither serving: the first by name wins, whatever the order.",
-			cs:     []claimant{{Name: "b", Created: t0}, {Name: "a", Created: t0}}, want: "a",
-		},
-		"SameTimestampBothServing": {
-			reason: "Same second, both serving: the first by name.",
-			cs:     []claimant{{Name: "b", Created: t0, Serving: true}, {Name: "a", Created: t0, Serving: true}}, want: "a",
-		},
-		"ClaimedThroughBlip": {
-			reason: "The winner's Gateway was not observed for a reconcile, so it has no address: its claim keeps the cluster from an older loser.",
-			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour)}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
-		},
-		"ClaimedOverServing": {
-			reason: "A claim outranks an address (an older gateway that served before claims were recorded, and lost the race since).",
-			cs:     []claimant{{Name: "a-old", Created: t0.Add(-time.Hour), Serving: true}, {Name: "prod", Created: t0, Claimed: true}}, want: "prod",
-		},
-		"BothClaimed": {
-			reason: "Created at once, both claimed before seeing each other: the older, on both sides.",
-			cs:     []claimant{{Name: "a-new", Created: t0.Add(time.Second), Claimed: true}, {Name: "z-old", Created: t0, Claimed: true}}, want: "z-old",
-		},
-		"DeletingWinner": {
-			reason: "A winner being deleted no longer counts: the loser wins.",
-			cs:     []claimant{{Name: "prod", Created: t0, Claimed: true, Serving: true, Deleting: true}, {Name: "second", Created: t0.Add(time.Hour), Recorded: "prod"}}, want: "second",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, ok := pickWinner(tc.cs)
-			if !ok {
-				t.Fatalf("%s\nWinner(...) found none", tc.reason)
-			}
-			if diff := cmp.Diff(tc.want, got.Name); diff != "" {
-				t.Errorf("%s\nWinner(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			// The order of the list never matters.
-			rev := make([]claimant, len(tc.cs))
-			for i, c := range tc.cs {
-				rev[len(tc.cs)-1-i] = c
-			}
-			if got2, _ := pickWinner(rev); got2.Name != got.Name {
-				t.Errorf("%s\nWinner depends on the order: %q and %q", tc.reason, got.Name, got2.Name)
-			}
-		})
-	}
-	if _, ok := pickWinner(nil); ok {
-		t.Errorf("pickWinner(nil) found a winner")
-	}
-	if w, ok := pickWinner([]claimant{{Name: "prod", Deleting: true}}); ok {
-		t.Errorf("pickWinner(...) picked %q, which is being deleted", w.Name)
-	}
-}
 
 func TestClaimantOf(t *testing.T) {
 	created := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
@@ -112,14 +25,14 @@ func TestClaimantOf(t *testing.T) {
 	}
 	cases := map[string]struct {
 		xr   map[string]any
-		want claimant
+		want claim.Claimant
 	}{
-		"Address":             {xr: xr("192.0.2.1", "", "", false), want: claimant{Serving: true}},
-		"NoAddress":           {xr: xr("", "", "", false), want: claimant{}},
-		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: claimant{Recorded: "other"}},
-		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: claimant{Claimed: true, Serving: true, Recorded: "g"}},
-		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: claimant{Claimed: true, Recorded: "g"}},
-		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
+		"Address":             {xr: xr("192.0.2.1", "", "", false), want: claim.Claimant{Serving: true}},
+		"NoAddress":           {xr: xr("", "", "", false), want: claim.Claimant{}},
+		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: claim.Claimant{Recorded: "other"}},
+		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: claim.Claimant{Claimed: true, Serving: true, Recorded: "g"}},
+		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: claim.Claimant{Claimed: true, Recorded: "g"}},
+		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: claim.Claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -189,7 +102,7 @@ func TestClusterOf(t *testing.T) {
 				req.Required[requireGateways] = tc.list
 			}
 			cl := clusterOf(req, "c1")
-			got := []string{cl.winner.Name, cl.previous}
+			got := []string{cl.Winner, cl.Previous}
 			if diff := cmp.Diff([]string{tc.wantWinner, tc.wantPrevious}, got); diff != "" {
 				t.Errorf("%s\nclusterOf(...) winner and previous: -want, +got:\n%s", tc.reason, diff)
 			}

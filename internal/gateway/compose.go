@@ -3,16 +3,12 @@ package gateway
 import (
 	"maps"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
-	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
-	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
 // Composer composes InferenceGateways.
@@ -31,13 +27,13 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	cl := clusterOf(req, spec.ProviderConfigName)
-	if cl.winner.Name != cl.self.Name {
+	switch cl.Outcome {
+	case claim.Lost:
 		return lose(req, cl, spec.ProviderConfigName, apiVersion), nil
-	}
-	if cl.previous != "" {
-		if left, resolved := previousLeft(req); !resolved || len(left) > 0 {
-			return waitForPrevious(req, cl, left, resolved, spec.ProviderConfigName, apiVersion), nil
-		}
+	case claim.WaitForPrevious:
+		return waitForPrevious(req, cl, spec.ProviderConfigName, apiVersion), nil
+	case claim.Won:
+		// It composes the cluster: below.
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
@@ -51,7 +47,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
-	st.ClusterGateway = cl.self.Name
+	st.ClusterGateway = cl.self
 	st.BackendTLS = b.backendTLSStatus(cc)
 
 	res := &compose.Result{
@@ -156,31 +152,4 @@ func (b builder) status(ev *evidence, c callers) *v1alpha1.InferenceGatewayStatu
 		}
 	}
 	return s
-}
-
-// VerdictNotReported is the reason ReadVerdict gives an InferenceGateway
-// without a GatewayReady condition.
-const VerdictNotReported = "NotReported"
-
-// ReadVerdict reads the GatewayReady condition of an observed
-// InferenceGateway, as a ModelRoute sees it through a required resource.
-// A missing condition, or an Unknown one, is not Reported: Crossplane sets
-// a function's condition Unknown, reason FatalError, when the pipeline
-// returned a Fatal result or could not be run (crossplane v2.2.0
-// internal/controller/apiextensions/composite/reconciler.go, Reconcile),
-// and then applies nothing, so the gateway's other evidence is as old as
-// its last successful reconcile.
-func ReadVerdict(xr map[string]any) (Verdict, error) {
-	st := struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}{}
-	if err := decode.Into("the InferenceGateway", "status", xr["status"], &st); err != nil {
-		return Verdict{}, err
-	}
-	c := meta.FindStatusCondition(st.Conditions, ConditionType)
-	if c == nil {
-		return Verdict{Reason: VerdictNotReported, Message: "the gateway has not reported " + ConditionType + " yet"}, nil
-	}
-	reported := c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse
-	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message}, nil
 }

@@ -57,28 +57,11 @@ var Resources = []string{
 	ResourceGatewayStatus, ResourceFrontDoorNamespace, ResourceHealthFilter, ResourceHealthRoute, ResourceFrontDoorPolicy,
 }
 
-// Listener names and ports. Model routes bind to one of them by sectionName.
+// The listeners' ports (ListenerHTTP, ListenerHTTPS).
 const (
-	ListenerHTTP  = "http"
-	ListenerHTTPS = "https"
-	portHTTP      = 80
-	portHTTPS     = 443
+	portHTTP  = 80
+	portHTTPS = 443
 )
-
-// ParentRef attaches a route to the gateway. sectionName picks a listener;
-// empty attaches to all of them.
-func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
-	p := gwapiv1.ParentReference{
-		Group:     ptr.To(gwapiv1.Group(upstream.GatewayAPIGroup)),
-		Kind:      ptr.To(gwapiv1.Kind("Gateway")),
-		Name:      gwapiv1.ObjectName(in.GatewayName),
-		Namespace: new(gwapiv1.Namespace(in.GatewayNamespace)),
-	}
-	if sectionName != "" {
-		p.SectionName = new(gwapiv1.SectionName(sectionName))
-	}
-	return p
-}
 
 // builder builds the gateway's manifests for one spec and Input.
 type builder struct {
@@ -365,17 +348,6 @@ func (b builder) filterConfigSecret() *remote.Object {
 		},
 	}, remote.ObserveOnly())
 }
-
-// Keys of the gateway-status ConfigMap.
-const (
-	// StatusKeyReady holds GatewayReady's status, "True" or "False".
-	StatusKeyReady = "gatewayReady"
-	// StatusKeyReason holds GatewayReady's reason.
-	StatusKeyReason = "reason"
-	// StatusKeyReportingSince holds when the gateway last began to report
-	// GatewayReady again after a reconcile that could not (reportingSince).
-	StatusKeyReportingSince = "reportingSince"
-)
 
 // reportingSince is the value of StatusKeyReportingSince: now when the
 // observed InferenceGateway's GatewayReady is missing or Unknown (its last

@@ -14,9 +14,6 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 )
 
-// Kind is the composite kind this package composes.
-const Kind = v1alpha1.KindInferenceGateway
-
 // HTTP/2 flow-control windows that let a 50Mi body (the default buffer
 // limit, v1alpha1.DefaultBufferLimit) through without stalling on the
 // defaults (64 KiB a stream, 1 MiB a connection).

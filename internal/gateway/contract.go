@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/crossplane/function-sdk-go/errors"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
+)
+
+// What a ModelRoute reads of its InferenceGateway: this file is the whole
+// contract between the two composers, and package route uses nothing else
+// of this package. A ModelRoute requires its InferenceGateway by Kind and
+// reads its spec (ReadRouteView) and its GatewayReady condition
+// (ReadVerdict); on the gateway cluster it attaches to the Gateway's
+// listeners (ParentRef) and watches the gateway-status ConfigMap
+// (StatusKey*), whose reason is one of GatewayReady's.
+
+// Kind is the composite kind this package composes.
+const Kind = v1alpha1.KindInferenceGateway
+
+// ConditionType is the condition this package reports on an InferenceGateway.
+const ConditionType = "GatewayReady"
+
+// Reasons for GatewayReady. The rollout reasons are the names of the rollout
+// rule's clauses (package rollout).
+const (
+	// ReasonReady: the gateway serves, and every pod that serves has the
+	// ext-proc sidecar.
+	ReasonReady = "Serving"
+
+	// ReasonClusterAlreadyHasGateway: another InferenceGateway serves on
+	// the same cluster (providerConfigName); this one composes nothing
+	// there.
+	ReasonClusterAlreadyHasGateway = "ClusterAlreadyHasGateway"
+
+	// ReasonWaitingForPreviousGateway: this InferenceGateway has won its
+	// cluster from one that composed it before (deleted, or being
+	// deleted), whose Objects are not all gone yet; it composes nothing
+	// there until they are.
+	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
+
+	// ReasonTLSSecretMissing: a TLS Secret named by spec.tls.certificateRefs
+	// is missing on the control plane, lacks tls.crt or tls.key, holds a
+	// key that is not its certificate's, or has not reached the gateway
+	// cluster yet, so the https listener cannot terminate TLS.
+	ReasonTLSSecretMissing = "TLSSecretMissing"
+
+	// ReasonCallerSecretsMissing: spec.auth is set but no callers' Secret
+	// that spec.auth.apiKey.secretSelector selects can be used, so the
+	// gateway denies every model request.
+	ReasonCallerSecretsMissing = "CallerSecretsMissing"
+
+	// ReasonNotProgrammed: the Gateway has no address yet.
+	ReasonNotProgrammed = "GatewayNotProgrammed"
+
+	// ReasonListenersNotProgrammed: a listener of the Gateway is not
+	// Programmed or its references are not resolved (a certificate or key
+	// that does not parse, or an expired certificate), or Envoy Gateway has not reported it for the Gateway's
+	// current generation yet: the model routes on it get no traffic.
+	ReasonListenersNotProgrammed = "ListenersNotProgrammed"
+
+	// ReasonAnchorNotAccepted: AI Gateway has not accepted the anchor route.
+	ReasonAnchorNotAccepted = "AnchorNotAccepted"
+
+	// ReasonClientPolicyNotAccepted: Envoy Gateway has not accepted the
+	// ClientTrafficPolicy, so bodies over its default 32 KiB buffer fail.
+	ReasonClientPolicyNotAccepted = "ClientPolicyNotAccepted"
+
+	// ReasonCallerAuthNotAccepted: the caller-auth SecurityPolicy is not
+	// in force yet, or Envoy Gateway rejected it (Modelplane's name).
+	ReasonCallerAuthNotAccepted = "CallerAuthNotAccepted"
+
+	// ReasonDeploymentNotObserved: the Envoy Deployment has not been seen,
+	// or the last look found it gone.
+	ReasonDeploymentNotObserved = "DeploymentNotObserved"
+
+	ReasonGenerationNotObserved = string(rollout.GenerationNotObserved)
+	ReasonExtProcMarkerMissing  = string(rollout.ExtProcMarkerMissing)
+	ReasonOldReplicasPresent    = string(rollout.OldReplicasPresent)
+	ReasonNoReplicaAvailable    = string(rollout.NoReplicaAvailable)
+)
+
+// Verdict is the gateway's readiness and why.
+type Verdict struct {
+	Ready bool
+	// Reported: GatewayReady is True or False, not Unknown or missing.
+	Reported bool
+	Reason   string
+	Message  string
+}
+
+// VerdictNotReported is the reason ReadVerdict gives an InferenceGateway
+// without a GatewayReady condition.
+const VerdictNotReported = "NotReported"
+
+// ReadVerdict reads the GatewayReady condition of an observed
+// InferenceGateway, as a ModelRoute sees it through a required resource.
+// A missing condition, or an Unknown one, is not Reported: Crossplane sets
+// a function's condition Unknown, reason FatalError, when the pipeline
+// returned a Fatal result or could not be run (crossplane v2.2.0
+// internal/controller/apiextensions/composite/reconciler.go, Reconcile),
+// and then applies nothing, so the gateway's other evidence is as old as
+// its last successful reconcile.
+func ReadVerdict(xr map[string]any) (Verdict, error) {
+	st := struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{}
+	if err := decode.Into("the InferenceGateway", "status", xr["status"], &st); err != nil {
+		return Verdict{}, err
+	}
+	c := meta.FindStatusCondition(st.Conditions, ConditionType)
+	if c == nil {
+		return Verdict{Reason: VerdictNotReported, Message: "the gateway has not reported " + ConditionType + " yet"}, nil
+	}
+	reported := c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse
+	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message}, nil
+}
+
+// Listener names. Model routes bind to one of them by sectionName.
+const (
+	ListenerHTTP  = "http"
+	ListenerHTTPS = "https"
+)
+
+// ParentRef attaches a route to the gateway. sectionName picks a listener;
+// empty attaches to all of them.
+func ParentRef(in *v1beta1.Input, sectionName string) gwapiv1.ParentReference {
+	p := gwapiv1.ParentReference{
+		Group:     ptr.To(gwapiv1.Group(upstream.GatewayAPIGroup)),
+		Kind:      ptr.To(gwapiv1.Kind("Gateway")),
+		Name:      gwapiv1.ObjectName(in.GatewayName),
+		Namespace: new(gwapiv1.Namespace(in.GatewayNamespace)),
+	}
+	if sectionName != "" {
+		p.SectionName = new(gwapiv1.SectionName(sectionName))
+	}
+	return p
+}
+
+// Keys of the gateway-status ConfigMap.
+const (
+	// StatusKeyReady holds GatewayReady's status, "True" or "False".
+	StatusKeyReady = "gatewayReady"
+	// StatusKeyReason holds GatewayReady's reason.
+	StatusKeyReason = "reason"
+	// StatusKeyReportingSince holds when the gateway last began to report
+	// GatewayReady again after a reconcile that could not (reportingSince).
+	StatusKeyReportingSince = "reportingSince"
+)
+
+// RouteView is what a ModelRoute uses of its InferenceGateway's spec: the
+// whole contract between the two composers. Everything else in the spec is
+// the gateway's own business.
+type RouteView struct {
+	// ProviderConfigName names the provider-kubernetes
+	// ClusterProviderConfig that reaches the gateway's cluster, where the
+	// ModelRoute composes too.
+	ProviderConfigName string
+
+	// TLS: the gateway terminates TLS, so routes attach to its https
+	// listener (ListenerHTTPS) rather than its http one.
+	TLS bool
+
+	// ClientCertificate: the gateway has spec.backendTLS.clientCertificate,
+	// so Envoy presents a client certificate to backends that ask for one.
+	ClientCertificate bool
+}
+
+// ReadRouteView reads the fields of an InferenceGateway's spec that a
+// ModelRoute uses, and only those. It does not apply the gateway's own rules
+// (ReadSpec): a gateway whose spec breaks one of them, or a rule made
+// stricter by a new version of the function, stops that gateway's reconcile,
+// not every ModelRoute on it, whose RoutingReady follows GatewayReady anyway.
+func ReadRouteView(xr map[string]any) (RouteView, error) {
+	spec, _ := xr["spec"].(map[string]any)
+	name, _ := spec["providerConfigName"].(string)
+	if strings.TrimSpace(name) == "" {
+		return RouteView{}, errors.New("cannot read the InferenceGateway: spec.providerConfigName is not set; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
+	}
+	v := RouteView{ProviderConfigName: name}
+	// As InferenceGatewaySpec.TLSEnabled: an object, even an empty one, turns TLS on.
+	switch tls := spec["tls"].(type) {
+	case nil:
+	case map[string]any:
+		v.TLS = true
+	default:
+		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.tls is a %T, but must be an object; fix spec.tls", tls)
+	}
+	switch bt := spec["backendTLS"].(type) {
+	case nil:
+	case map[string]any:
+		_, v.ClientCertificate = bt["clientCertificate"].(map[string]any)
+	default:
+		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.backendTLS is a %T, but must be an object; fix spec.backendTLS", bt)
+	}
+	return v, nil
+}
