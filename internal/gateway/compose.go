@@ -17,7 +17,7 @@ type Composer struct{}
 // Compose builds the gateway's Objects and judges GatewayReady from what the
 // observed Objects saw on the gateway cluster.
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
-	spec, err := ReadSpec(req.Composite)
+	spec, err := readSpec(req.Composite)
 	if err != nil {
 		return nil, err
 	}

@@ -178,7 +178,7 @@ type RouteView struct {
 
 // ReadRouteView reads the fields of an InferenceGateway's spec that a
 // ModelRoute uses, and only those. It does not apply the gateway's own rules
-// (ReadSpec): a gateway whose spec breaks one of them, or a rule made
+// (readSpec): a gateway whose spec breaks one of them, or a rule made
 // stricter by a new version of the function, stops that gateway's reconcile,
 // not every ModelRoute on it, whose RoutingReady follows GatewayReady anyway.
 func ReadRouteView(xr map[string]any) (RouteView, error) {

@@ -30,7 +30,7 @@ func TestReadRouteView(t *testing.T) {
 			want:   RouteView{ProviderConfigName: "p", TLS: true},
 		},
 		"InvalidElsewhere": {
-			reason: "Fields ReadSpec refuses but a route does not read are ignored.",
+			reason: "Fields readSpec refuses but a route does not read are ignored.",
 			spec:   map[string]any{"providerConfigName": "p", "replicas": -1.0, "hostname": "Not A Host", "failover": map[string]any{"numRetries": 99.0}, "unknown": "x"},
 			want:   RouteView{ProviderConfigName: "p"},
 		},

@@ -26,9 +26,9 @@ import (
 // only with spec.backendTLS.clientCertificate, the CA copy and the Issuer
 // only with its caSecretRef.
 const (
-	ResourceClientCertificate = "client-certificate"
-	ResourceClientCASecret    = "client-ca-secret"
-	ResourceClientIssuer      = "client-issuer"
+	resourceClientCertificate = "client-certificate"
+	resourceClientCASecret    = "client-ca-secret"
+	resourceClientIssuer      = "client-issuer"
 )
 
 // ReasonClientCertificateNotReady says that spec.backendTLS.clientCertificate
@@ -46,11 +46,11 @@ var (
 	certManagerGroup      = cmv1.SchemeGroupVersion.Group
 )
 
-// ClientCertificateSecret names the Certificate, and the Secret
+// clientCertificateSecret names the Certificate, and the Secret
 // cert-manager writes it into, in the gateway namespace:
 // <gateway>-client-certificate. A ModelRoute never names it: Envoy Gateway
 // takes the certificate from the EnvoyProxy (envoyProxyBackendTLS).
-func ClientCertificateSecret(gateway string) string {
+func clientCertificateSecret(gateway string) string {
 	return names.Child(gateway, "client-certificate")
 }
 
@@ -94,7 +94,7 @@ func (b builder) readClientCert(req compose.Request) *clientCert {
 	}
 	out := &clientCert{}
 	if r := c.CASecretRef; r != nil {
-		s := &tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, ResourceClientCASecret, names.SecretVersionAnnotation)}
+		s := &tlsSecret{name: r.Name, copy: remote.CopyStateAt(req.Observed, resourceClientCASecret, names.SecretVersionAnnotation)}
 		items, resolved := req.Required[requireClientCASecret]
 		switch {
 		case !resolved:
@@ -143,14 +143,14 @@ type certificateStatus struct {
 // translator.go, buildXdsUpstreamTLSSocketWthCert), so a renewed one
 // replaces it without touching the clusters or the pods.
 func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientCert, now time.Time) error {
-	name := ClientCertificateSecret(b.in.GatewayName)
+	name := clientCertificateSecret(b.in.GatewayName)
 	// Once the EnvoyProxy names the Secret it keeps naming it: taking it
 	// away would make every backend that requires it fail.
 	if ep, ok := obs[resourceEnvoyProxy]; ok {
 		ref, _, _ := unstructured.NestedString(ep.Applied(), "spec", "backendTLS", "clientCertificateRef", "name")
 		out.issued = ref == name
 	}
-	o, ok := obs[ResourceClientCertificate]
+	o, ok := obs[resourceClientCertificate]
 	if !ok || !o.Live() {
 		if !out.issued {
 			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, syncNote(o, ok))
@@ -252,14 +252,14 @@ func (b builder) composeClientCert(c *clientCert, obs map[string]remote.Observed
 		return
 	}
 	spec := b.spec.ClientCert()
-	res[ResourceClientCertificate] = compose.Desired{Object: b.certificate(spec), Ready: c.issued && c.problem == ""}
+	res[resourceClientCertificate] = compose.Desired{Object: b.certificate(spec), Ready: c.issued && c.problem == ""}
 	if c.ca == nil {
 		return
 	}
 	if c.ca.present {
-		res[ResourceClientCASecret] = compose.Desired{Object: b.clientCASecret(*c.ca), Ready: c.ca.serving()}
+		res[resourceClientCASecret] = compose.Desired{Object: b.clientCASecret(*c.ca), Ready: c.ca.serving()}
 	}
-	res[ResourceClientIssuer] = compose.Desired{Object: b.clientIssuer(), Ready: remote.ReadyIn(obs, ResourceClientIssuer) || c.issued}
+	res[resourceClientIssuer] = compose.Desired{Object: b.clientIssuer(), Ready: remote.ReadyIn(obs, resourceClientIssuer) || c.issued}
 }
 
 // certificate is the gateway's client certificate. An ECDSA key, rotated
@@ -276,7 +276,7 @@ func (b builder) certificate(c *v1alpha1.ClientCertificate) *remote.Object {
 	default:
 		ref.Name = clientCAName(b.in.GatewayName)
 	}
-	name := ClientCertificateSecret(b.in.GatewayName)
+	name := clientCertificateSecret(b.in.GatewayName)
 	spec := &cmv1.CertificateSpec{
 		CommonName:  b.in.GatewayName,
 		Duration:    &metav1.Duration{Duration: d},
@@ -343,7 +343,7 @@ func (b builder) envoyProxyBackendTLS(c *clientCert) *egv1a1.BackendTLSConfig {
 		return nil
 	}
 	return &egv1a1.BackendTLSConfig{
-		ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(ClientCertificateSecret(b.in.GatewayName))},
+		ClientCertificateRef: &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(clientCertificateSecret(b.in.GatewayName))},
 	}
 }
 
@@ -353,5 +353,5 @@ func (b builder) backendTLSStatus(c *clientCert) *v1alpha1.BackendTLSStatus {
 	if c == nil {
 		return nil
 	}
-	return &v1alpha1.BackendTLSStatus{CACertificate: c.caPEM, SecretName: ClientCertificateSecret(b.in.GatewayName)}
+	return &v1alpha1.BackendTLSStatus{CACertificate: c.caPEM, SecretName: clientCertificateSecret(b.in.GatewayName)}
 }

@@ -22,8 +22,8 @@ var (
 	http2ConnectionWindow = resource.MustParse("24Mi")
 )
 
-// ReadSpec decodes and checks the spec of an observed InferenceGateway.
-func ReadSpec(xr map[string]any) (*v1alpha1.InferenceGatewaySpec, error) {
+// readSpec decodes and checks the spec of an observed InferenceGateway.
+func readSpec(xr map[string]any) (*v1alpha1.InferenceGatewaySpec, error) {
 	s := &v1alpha1.InferenceGatewaySpec{}
 	if err := decode.Strict("InferenceGateway", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err
@@ -40,10 +40,10 @@ func implied(s *v1alpha1.InferenceGatewaySpec) map[string]bool {
 		out[n] = true
 	}
 	if c := s.ClientCert(); c != nil {
-		out[ResourceClientCertificate] = true
+		out[resourceClientCertificate] = true
 		if c.CASecretRef != nil {
-			out[ResourceClientCASecret] = true
-			out[ResourceClientIssuer] = true
+			out[resourceClientCASecret] = true
+			out[resourceClientIssuer] = true
 		}
 	}
 	if s.TLSEnabled() {

@@ -32,12 +32,12 @@ func TestReadSpec(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := ReadSpec(map[string]any{"spec": tc.spec})
+			_, err := readSpec(map[string]any{"spec": tc.spec})
 			switch {
 			case tc.wantErr == "" && err != nil:
-				t.Errorf("%s\nReadSpec(...): %v", tc.reason, err)
+				t.Errorf("%s\nreadSpec(...): %v", tc.reason, err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("%s\nReadSpec(...): want an error containing %q, got %v", tc.reason, tc.wantErr, err)
+				t.Errorf("%s\nreadSpec(...): want an error containing %q, got %v", tc.reason, tc.wantErr, err)
 			}
 		})
 	}

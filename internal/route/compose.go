@@ -18,7 +18,7 @@ type Composer struct{}
 // never the composed resources, because Crossplane deletes whatever a
 // function stops desiring, and that would take the model offline.
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
-	spec, err := ReadSpec(req.Composite)
+	spec, err := readSpec(req.Composite)
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,10 @@ import (
 // Kind is the composite kind this package composes.
 const Kind = v1alpha1.KindModelRoute
 
-// ReadSpec decodes and checks a ModelRoute's spec. Every problem is an error
+// readSpec decodes and checks a ModelRoute's spec. Every problem is an error
 // that names the field; the caller makes it Fatal, which leaves everything
 // composed in place.
-func ReadSpec(xr map[string]any) (*v1alpha1.ModelRouteSpec, error) {
+func readSpec(xr map[string]any) (*v1alpha1.ModelRouteSpec, error) {
 	s := &v1alpha1.ModelRouteSpec{}
 	if err := decode.Strict("ModelRoute", "spec", xr["spec"], s, decode.CrossplaneSpecField); err != nil {
 		return nil, err

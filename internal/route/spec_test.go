@@ -29,13 +29,13 @@ func TestReadSpecFields(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := ReadSpec(map[string]any{"spec": tc.spec})
+			_, err := readSpec(map[string]any{"spec": tc.spec})
 			got := ""
 			if err != nil {
 				got = err.Error()
 			}
 			if diff := cmp.Diff(tc.wantErr, got); diff != "" {
-				t.Errorf("%s\nReadSpec(...) error: -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("%s\nreadSpec(...) error: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Composite is one XRD to generate.
-type Composite struct {
+// composite is one XRD to generate.
+type composite struct {
 	// Dir is the XRD's folder under package/configuration, also the name
 	// of its example folder under example/.
 	Dir string
@@ -30,8 +30,8 @@ type Composite struct {
 	CRD string
 }
 
-// Composites are the XRDs the Configuration package ships.
-var Composites = []Composite{
+// composites are the XRDs the Configuration package ships.
+var composites = []composite{
 	{Dir: "gateway", CRD: "modelplane.ai_inferencegateways.yaml"},
 	{Dir: "route", CRD: "modelplane.ai_modelroutes.yaml"},
 }
@@ -52,28 +52,28 @@ type XRD struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
-	Spec       Spec              `json:"spec"`
+	Spec       xrdSpec              `json:"spec"`
 }
 
-// Spec is an XRD's spec.
-type Spec struct {
+// xrdSpec is an XRD's spec.
+type xrdSpec struct {
 	Group    string                                        `json:"group"`
 	Names    apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
 	Scope    apiextensionsv1.ResourceScope                 `json:"scope"`
-	Versions []Version                                     `json:"versions"`
+	Versions []version                                     `json:"versions"`
 }
 
-// Version is one version of an XRD.
-type Version struct {
+// version is one version of an XRD.
+type version struct {
 	Name                     string                                           `json:"name"`
 	Served                   bool                                             `json:"served"`
 	Referenceable            bool                                             `json:"referenceable"`
 	AdditionalPrinterColumns []apiextensionsv1.CustomResourceColumnDefinition `json:"additionalPrinterColumns,omitempty"`
-	Schema                   Schema                                           `json:"schema"`
+	Schema                   schema                                           `json:"schema"`
 }
 
-// Schema holds a version's schema.
-type Schema struct {
+// schema holds a version's schema.
+type schema struct {
 	OpenAPIV3Schema apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema"`
 }
 
@@ -93,8 +93,8 @@ func Generate(pkgDir string) (map[string][]byte, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("cannot run controller-gen: %w\n%s", err, b)
 	}
-	files := make(map[string][]byte, len(Composites))
-	for _, c := range Composites {
+	files := make(map[string][]byte, len(composites))
+	for _, c := range composites {
 		b, err := os.ReadFile(filepath.Join(out, c.CRD))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read controller-gen's CRD %s: %w", c.CRD, err)
@@ -103,7 +103,7 @@ func Generate(pkgDir string) (map[string][]byte, error) {
 		if err := yaml.UnmarshalStrict(b, crd); err != nil {
 			return nil, fmt.Errorf("cannot decode controller-gen's CRD %s: %w", c.CRD, err)
 		}
-		x, err := FromCRD(crd)
+		x, err := fromCRD(crd)
 		if err != nil {
 			return nil, err
 		}
@@ -116,17 +116,17 @@ func Generate(pkgDir string) (map[string][]byte, error) {
 	return files, nil
 }
 
-// FromCRD wraps a CRD's schema in an XRD of the same group, names, scope
+// fromCRD wraps a CRD's schema in an XRD of the same group, names, scope
 // and versions. Only the schema's spec and status go in: Crossplane makes
 // apiVersion, kind and metadata itself (crossplane v2.2.0
 // internal/xcrd/crd.go, genCrdVersion), and adds its own fields under
 // spec.crossplane and status.
-func FromCRD(crd *apiextensionsv1.CustomResourceDefinition) (*XRD, error) {
+func fromCRD(crd *apiextensionsv1.CustomResourceDefinition) (*XRD, error) {
 	x := &XRD{
 		APIVersion: "apiextensions.crossplane.io/v2",
 		Kind:       "CompositeResourceDefinition",
 		Metadata:   metav1.ObjectMeta{Name: crd.Name},
-		Spec: Spec{
+		Spec: xrdSpec{
 			Group: crd.Spec.Group,
 			// Crossplane derives the singular and list kind itself.
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
@@ -146,12 +146,12 @@ func FromCRD(crd *apiextensionsv1.CustomResourceDefinition) (*XRD, error) {
 				props[p] = ps
 			}
 		}
-		x.Spec.Versions = append(x.Spec.Versions, Version{
+		x.Spec.Versions = append(x.Spec.Versions, version{
 			Name:                     v.Name,
 			Served:                   v.Served,
 			Referenceable:            v.Storage,
 			AdditionalPrinterColumns: v.AdditionalPrinterColumns,
-			Schema: Schema{OpenAPIV3Schema: apiextensionsv1.JSONSchemaProps{
+			Schema: schema{OpenAPIV3Schema: apiextensionsv1.JSONSchemaProps{
 				Description: s.Description,
 				Type:        "object",
 				Properties:  props,

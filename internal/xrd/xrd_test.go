@@ -35,8 +35,8 @@ func TestXRDsMatchTypes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate(): %v", err)
 	}
-	if len(want) != len(Composites) {
-		t.Fatalf("Generate() wrote %d files, want one per composite (%d)", len(want), len(Composites))
+	if len(want) != len(composites) {
+		t.Fatalf("Generate() wrote %d files, want one per composite (%d)", len(want), len(composites))
 	}
 	for path, b := range want {
 		t.Run(path, func(t *testing.T) {

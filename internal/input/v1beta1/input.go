@@ -14,13 +14,13 @@ import (
 
 // Default ext-proc marker annotations on the Envoy Deployment's pod template.
 const (
-	// MarkerConfigHash is written by AI Gateway v1.1.0 whenever the gateway
+	// markerConfigHash is written by AI Gateway v1.1.0 whenever the gateway
 	// has an effective route (internal/controller/gateway.go at v1.1.0).
-	MarkerConfigHash = "aigateway.envoyproxy.io/extproc-config-hash"
+	markerConfigHash = "aigateway.envoyproxy.io/extproc-config-hash"
 
-	// MarkerUUID is written by AI Gateway v1.0.0 (and v1.1.0) when it adds or
+	// markerUUID is written by AI Gateway v1.0.0 (and v1.1.0) when it adds or
 	// removes the sidecar (internal/controller/gateway.go, annotateGatewayPods).
-	MarkerUUID = "aigateway.envoyproxy.io/uuid"
+	markerUUID = "aigateway.envoyproxy.io/uuid"
 )
 
 // This isn't a custom resource, in the sense that we never install its CRD.
@@ -154,7 +154,7 @@ func (in *Input) WithDefaults() *Input {
 	def(&out.EnvoyGatewayNamespace, names.DefaultEnvoyGatewayNamespace)
 	def(&out.ClusterDomain, names.DefaultClusterDomain)
 	if len(out.ExtProcMarkerAnnotations) == 0 {
-		out.ExtProcMarkerAnnotations = []string{MarkerConfigHash, MarkerUUID}
+		out.ExtProcMarkerAnnotations = []string{markerConfigHash, markerUUID}
 	}
 	if out.CircuitBreakerCooldown == nil {
 		out.CircuitBreakerCooldown = &metav1.Duration{Duration: DefaultCircuitBreakerCooldown}

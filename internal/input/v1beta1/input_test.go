@@ -15,7 +15,7 @@ func TestWithDefaults(t *testing.T) {
 		ObjectNamespace:          "modelplane-system",
 		GatewayClassName:         "envoy",
 		EnvoyGatewayNamespace:    "envoy-gateway-system",
-		ExtProcMarkerAnnotations: []string{MarkerConfigHash, MarkerUUID},
+		ExtProcMarkerAnnotations: []string{markerConfigHash, markerUUID},
 		AnchorHeader:             &Header{Name: "x-modelplane-gateway-anchor", Value: "true"},
 		ClusterDomain:            "cluster.local",
 		CircuitBreakerCooldown:   &metav1.Duration{Duration: 5 * time.Minute},
