@@ -44,7 +44,7 @@ controlplane:
 controlplane-quickstart:
 	go test -v -count=1 -timeout 40m -run '^TestQuickStart$$' ./test/controlplane
 
-# The README's "Mutual TLS to backends" after Quick start steps 3 and 4, with
+# docs/mtls.md's "Set it up" after Quick start steps 3 and 4, with
 # cert-manager's controllers on a control plane of its own (also part of
 # make test-slow).
 .PHONY: controlplane-mtls
