@@ -43,8 +43,10 @@ func (floor) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1
 // InferenceGateway's (12 composed resources observed) and a ready ModelRoute
 // of route.MaxBackends backends (68). Each server runs on each request
 // grpcReps times, alternating (rep=N; benchstat -ignore /rep pools them),
-// and reports the median call (p50-ns/op) beside the mean; a last line per
-// request gives the function/floor ratio of the medians of the reps' p50s.
+// and reports the median call (p50-ns/op) beside the mean, and the CPU
+// time per call of the whole process, client and server (cpu-ns/op), which
+// varies less on a shared machine; a last line per request gives the
+// function/floor ratios of the medians of the reps' figures.
 // Run it with -count 1 (make bench-grpc).
 //
 // Both are served without mTLS and without the SDK's metrics interceptor,
@@ -69,19 +71,21 @@ func BenchmarkGRPC(b *testing.B) {
 	for _, s := range servers {
 		clients[s.name] = serveLoopback(b, s.srv)
 	}
-	// p50s[request][server] holds each rep's median call.
-	p50s := map[string]map[string][]time.Duration{}
+	// p50s[request][server] holds each rep's median call, cpus its CPU
+	// time per call.
+	p50s, cpus := map[string]map[string][]time.Duration{}, map[string]map[string][]time.Duration{}
 	for rep := 1; rep <= grpcReps; rep++ {
 		for _, r := range requests {
 			if p50s[r.name] == nil {
-				p50s[r.name] = map[string][]time.Duration{}
+				p50s[r.name], cpus[r.name] = map[string][]time.Duration{}, map[string][]time.Duration{}
 			}
 			for _, s := range servers {
-				var p50 time.Duration // the last run's, if testing runs the function twice
+				var p50, cpu time.Duration // the last run's, if testing runs the function twice
 				if b.Run(fmt.Sprintf("rep=%d/request=%s/server=%s", rep, r.name, s.name), func(b *testing.B) {
-					p50 = callLoop(b, clients[s.name], r.req)
+					p50, cpu = callLoop(b, clients[s.name], r.req)
 				}) && p50 > 0 {
 					p50s[r.name][s.name] = append(p50s[r.name][s.name], p50)
+					cpus[r.name][s.name] = append(cpus[r.name][s.name], cpu)
 				}
 			}
 		}
@@ -93,16 +97,21 @@ func BenchmarkGRPC(b *testing.B) {
 		}
 		// Printed, not logged: a benchmark's log shows only with -v.
 		// benchstat skips lines that are not results.
-		fmt.Printf("# %s, a request of %d KB, %d observed resources: p50 function %v, floor %v, function/floor %.2f (medians of %d reps)\n",
-			r.name, proto.Size(r.req)/1024, len(r.req.GetObserved().GetResources()), fn.Round(10*time.Microsecond), fl.Round(10*time.Microsecond), float64(fn)/float64(fl), len(p50s[r.name]["function"]))
+		fc, flc := median(cpus[r.name]["function"]), median(cpus[r.name]["floor"])
+		fmt.Printf("# %s, a request of %d KB, %d observed resources, medians of %d reps: p50 function %v, floor %v, function/floor %.2f; CPU per call function %v, floor %v, function/floor %.2f\n",
+			r.name, proto.Size(r.req)/1024, len(r.req.GetObserved().GetResources()), len(p50s[r.name]["function"]),
+			fn.Round(10*time.Microsecond), fl.Round(10*time.Microsecond), float64(fn)/float64(fl),
+			fc.Round(10*time.Microsecond), flc.Round(10*time.Microsecond), float64(fc)/float64(max(flc, 1)))
 	}
 }
 
 // callLoop calls RunFunction with req for the benchmark's iterations and
-// returns the median call, which it also reports.
-func callLoop(b *testing.B, c fnv1.FunctionRunnerServiceClient, req *fnv1.RunFunctionRequest) time.Duration {
+// returns the median call and the CPU time per call of the whole process,
+// client and server, which it also reports.
+func callLoop(b *testing.B, c fnv1.FunctionRunnerServiceClient, req *fnv1.RunFunctionRequest) (p50, cpu time.Duration) {
 	b.ReportAllocs()
 	var calls []time.Duration
+	cpu0 := cpuTime()
 	for b.Loop() {
 		start := time.Now()
 		rsp, err := c.RunFunction(b.Context(), req)
@@ -114,9 +123,13 @@ func callLoop(b *testing.B, c fnv1.FunctionRunnerServiceClient, req *fnv1.RunFun
 			b.Fatal(r)
 		}
 	}
-	p50 := median(calls)
+	cpu = (cpuTime() - cpu0) / time.Duration(len(calls))
+	p50 = median(calls)
 	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns/op")
-	return p50
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds()), "cpu-ns/op")
+	}
+	return p50, cpu
 }
 
 // serveLoopback serves srv with function.Serve on a loopback port and

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -190,7 +191,7 @@ func unknownInObject(x map[string]any, t reflect.Type, path string) string {
 	switch t.Kind() {
 	case reflect.Map:
 	case reflect.Struct:
-		fields = jsonFields(t)
+		fields = fieldsOf(t)
 	default:
 		return ""
 	}
@@ -213,6 +214,22 @@ func unknownInObject(x map[string]any, t reflect.Type, path string) string {
 		}
 	}
 	return ""
+}
+
+// fieldsByType holds jsonFields of each struct type Strict has walked:
+// the same spec types, on every reconcile.
+var fieldsByType sync.Map
+
+// fieldsOf is jsonFields(t), computed once per type. The map is shared:
+// read it, never change it.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldsByType.Load(t); ok {
+		m, _ := f.(map[string]reflect.Type)
+		return m
+	}
+	f := jsonFields(t)
+	fieldsByType.Store(t, f)
+	return f
 }
 
 // jsonFields returns the types of a struct's JSON fields by name, with the
