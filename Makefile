@@ -44,7 +44,7 @@ controlplane:
 controlplane-quickstart:
 	go test -v -count=1 -timeout 40m -run '^TestQuickStart$$' ./test/controlplane
 
-# The README's "Mutual TLS to backends" after Quick start steps 3 and 4, with
+# docs/mtls.md's "Set it up" after Quick start steps 3 and 4, with
 # cert-manager's controllers on a control plane of its own (also part of
 # make test-slow).
 .PHONY: controlplane-mtls
@@ -72,10 +72,18 @@ controlplane-breaks:
 golden:
 	go test ./test/e2e -run TestRender -update
 
-# Benchmarks: compare runs with benchstat.
+# Benchmarks in process: compare runs with benchstat.
 .PHONY: bench
 bench:
-	go test -run '^$$' -bench . -benchmem -count 6 ./fn/ ./internal/rollout/
+	go test -run '^$$' -bench . -skip '^BenchmarkGRPC$$' -benchmem -count 6 ./fn/ ./internal/decode/ ./internal/rollout/
+
+# One RunFunction call over loopback gRPC, served as cmd/function serves it,
+# beside the protocol floor (a function that returns response.To) fed the
+# same request, in alternating reps: each one's median call and their ratio
+# (docs/speed.md). benchstat -ignore /rep -col /server puts them side by side.
+.PHONY: bench-grpc
+bench-grpc:
+	go test -run '^$$' -bench '^BenchmarkGRPC$$' -benchmem -count 1 ./fn/
 
 # Build the runtime image tarball, the Function package and the Configuration
 # package (package/configuration: the XRDs and Compositions) into _output/.

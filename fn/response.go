@@ -54,7 +54,7 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		return err
 	}
 
-	if err := writeComposite(rsp, res); err != nil {
+	if err := writeComposite(rsp, res, structs); err != nil {
 		return err
 	}
 	for _, c := range res.Conditions {
@@ -114,7 +114,10 @@ func carryForward(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, v
 // rather than converting the whole desired composite to a map and back
 // with request.GetDesiredCompositeResource and
 // response.SetDesiredCompositeResource (AsMap and NewStruct; no JSON).
-func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
+// The status's Struct comes from structs like the desired objects': a
+// composite's status is the same on most reconciles. Its fields are copied
+// into the desired composite's status, never changed.
+func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result, structs *structCache) error {
 	if rsp.Desired.Composite == nil {
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
@@ -123,7 +126,7 @@ func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result) error {
 		dxr.Resource = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	}
 	if res.Status != nil {
-		st, err := toStruct(res.Status)
+		st, err := structs.toStruct(res.Status)
 		if err != nil {
 			return errors.Wrap(err, "cannot encode the composite's status")
 		}

@@ -33,15 +33,16 @@ var (
 
 // The names the suite expects, written out (docs/mtls.md).
 const (
-	mtlsSection        = "Mutual TLS to backends"
+	mtlsPage           = "docs/mtls.md"
+	mtlsSection        = "Set it up" // the page's how-to, which TestMutualTLS follows
 	mtlsBackend        = "vllm"
-	mtlsHost           = "qwen3-8b.ml-team.svc.cluster.local"  // its hostname in the README, the SNI
+	mtlsHost           = "qwen3-8b.ml-team.svc.cluster.local"  // its hostname in docs/mtls.md, the SNI
 	clientCertName     = gatewayXRName + "-client-certificate" // the Certificate and its Secret
 	clientCAIssuerName = gatewayXRName + "-client-ca"          // the Issuer, and the CA's copy
 )
 
-// mtlsShape is what TestMutualTLS runs of each step of the README's
-// "Mutual TLS to backends", by the languages of its blocks.
+// mtlsShape is what TestMutualTLS runs of each step of docs/mtls.md's
+// "Set it up", by the languages of its blocks.
 var mtlsShape = map[int][]string{
 	1: {"sh"},
 	2: {"yaml"},
@@ -49,10 +50,10 @@ var mtlsShape = map[int][]string{
 	4: {"sh"},
 }
 
-// TestMutualTLSBlocks checks, without a control plane, that the README's
-// "Mutual TLS to backends" still has the blocks TestMutualTLS follows.
+// TestMutualTLSBlocks checks, without a control plane, that docs/mtls.md's
+// "Set it up" still has the blocks TestMutualTLS follows.
 func TestMutualTLSBlocks(t *testing.T) {
-	steps := readSection(t, mtlsSection)
+	steps := readSection(t, mtlsPage, mtlsSection)
 	got := map[int][]string{}
 	for n := range mtlsShape {
 		for _, b := range steps[n] {
@@ -60,12 +61,12 @@ func TestMutualTLSBlocks(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(mtlsShape, got); diff != "" {
-		t.Errorf("the README's %q has steps with other code blocks than TestMutualTLS follows: -want, +got:\n%s", mtlsSection, diff)
+		t.Errorf("%s's %q has steps with other code blocks than TestMutualTLS follows: -want, +got:\n%s", mtlsPage, mtlsSection, diff)
 	}
 }
 
-// TestMutualTLS follows the README: the Quick start's steps 3 and 4, then
-// "Mutual TLS to backends" as written, on a control plane of its own where
+// TestMutualTLS follows the README's Quick start, steps 3 and 4, then
+// docs/mtls.md's "Set it up" as written, on a control plane of its own where
 // cert-manager's real controllers run beside Envoy Gateway and AI Gateway.
 // It checks that cert-manager issues the gateway's client certificate from
 // the CA the reader keeps on the control plane, that the InferenceGateway
@@ -80,13 +81,13 @@ func TestMutualTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole control plane")
 	}
-	qs, ms := readQuickStart(t), readSection(t, mtlsSection)
+	qs, ms := readQuickStart(t), readSection(t, mtlsPage, mtlsSection)
 	sc := bringUpWith(t, upOptions{readerCreatesTeamNamespace: true, certManager: true})
 	r := newReader(t, sc)
 	for _, n := range []int{3, 4} {
 		r.follow(t, "the Quick start", n, qs[n])
 	}
-	// The section continues a serving Quick start.
+	// The page's steps continue a serving Quick start.
 	sc.eventually(t, waitSettle, "GatewayReady=True after the Quick start", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
@@ -106,7 +107,7 @@ func TestMutualTLS(t *testing.T) {
 
 	start := time.Now()
 	for _, n := range []int{1, 2, 3} {
-		r.follow(t, "Mutual TLS to backends", n, ms[n])
+		r.follow(t, mtlsPage, n, ms[n])
 	}
 	sc.eventually(t, waitSettle, "cert-manager to issue the gateway's client certificate", func(ctx context.Context) string {
 		return wantCondition(sc.certificate(ctx), "Ready", "True")
@@ -129,7 +130,7 @@ func TestMutualTLS(t *testing.T) {
 	sc.checkEnvoyProxyPresents(t)
 
 	// Step 4: the CA certificate the backend owner is given.
-	r.follow(t, "Mutual TLS to backends", 4, ms[4])
+	r.follow(t, mtlsPage, 4, ms[4])
 	got, err := os.ReadFile(filepath.Join(r.dir, "gateway-client-ca.crt"))
 	must(t, err)
 	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(clientCA.certPEM)) {

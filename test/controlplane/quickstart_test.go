@@ -28,19 +28,19 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
-// codeBlock is one fenced block of the README: its language and text.
+// codeBlock is one fenced block of a Markdown page: its language and text.
 type codeBlock struct {
 	lang, text string
 }
 
 // sectionSteps reads the fenced code blocks under each "### N." heading of
-// the README's "## <section>", by N; blocks under another heading of the
-// section count as step 0.
-func sectionSteps(readme []byte, section string) (map[int][]codeBlock, error) {
+// a Markdown page's "## <section>", by N; blocks under another heading of
+// the section count as step 0.
+func sectionSteps(page []byte, section string) (map[int][]codeBlock, error) {
 	steps := map[int][]codeBlock{}
 	step, in := -1, false
 	var block *codeBlock
-	sc := bufio.NewScanner(bytes.NewReader(readme))
+	sc := bufio.NewScanner(bytes.NewReader(page))
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -97,19 +97,20 @@ func TestQuickStartBlocks(t *testing.T) {
 
 func readQuickStart(t *testing.T) map[int][]codeBlock {
 	t.Helper()
-	return readSection(t, "Quick start")
+	return readSection(t, "README.md", "Quick start")
 }
 
-// readSection reads the README's "## <section>" as sectionSteps does.
-func readSection(t *testing.T, section string) map[int][]codeBlock {
+// readSection reads the "## <section>" of the Markdown page at path (from
+// the repository's root) as sectionSteps does.
+func readSection(t *testing.T, path, section string) map[int][]codeBlock {
 	t.Helper()
 	root, err := toolchain.Root()
 	must(t, err)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
 	must(t, err)
 	steps, err := sectionSteps(b, section)
 	if err != nil {
-		t.Fatalf("cannot read README.md: %v", err)
+		t.Fatalf("cannot read %s: %v", path, err)
 	}
 	return steps
 }
