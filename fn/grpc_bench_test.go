@@ -17,7 +17,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 )
 
 // grpcReps is how many times BenchmarkGRPC measures each server on each
@@ -41,7 +41,7 @@ func (floor) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1
 // function, served by function-sdk-go's Serve as cmd/function serves it,
 // and to the protocol floor fed the same request: a rolled-out
 // InferenceGateway's (12 composed resources observed) and a ready ModelRoute
-// of route.MaxBackends backends (68). Each server runs on each request
+// of v1alpha1.MaxBackends backends (68). Each server runs on each request
 // grpcReps times, alternating (rep=N; benchstat -ignore /rep pools them),
 // and reports the median call (p50-ns/op) beside the mean, and the CPU
 // time per call of the whole process, client and server (cpu-ns/op), which
@@ -65,7 +65,7 @@ func BenchmarkGRPC(b *testing.B) {
 		req  *fnv1.RunFunctionRequest
 	}{
 		{"InferenceGateway", newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil)},
-		{fmt.Sprintf("ModelRoute-%d", route.MaxBackends), routeRequest(b, route.MaxBackends)},
+		{fmt.Sprintf("ModelRoute-%d", v1alpha1.MaxBackends), routeRequest(b, v1alpha1.MaxBackends)},
 	}
 	clients := map[string]fnv1.FunctionRunnerServiceClient{}
 	for _, s := range servers {
