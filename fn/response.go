@@ -16,7 +16,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
-// NotReadyTTL is the response TTL while the composite's condition is False;
+// notReadyTTL is the response TTL while the composite's condition is False;
 // once it is True the SDK's default of one minute applies.
 //
 // With realtime compositions (beta, on by default) Crossplane requeues an
@@ -31,7 +31,7 @@ import (
 // would then leave a finished rollout unnoticed for up to a minute; a
 // shorter TTL while not ready bounds that lag at a few reconciles a minute
 // per unready composite, each a no-op apply.
-const NotReadyTTL = 15 * time.Second
+const notReadyTTL = 15 * time.Second
 
 // write puts the composer's result into the response: desired composed
 // resources (built, then carried forward), the composite's status,
@@ -77,7 +77,7 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 	case res.RequeueAfter > 0:
 		rsp.Meta.Ttl = durationpb.New(res.RequeueAfter)
 	case !res.Ready:
-		rsp.Meta.Ttl = durationpb.New(NotReadyTTL)
+		rsp.Meta.Ttl = durationpb.New(notReadyTTL)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			}(),
 			want:    "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
 			message: "Also:",
-			ttl:     NotReadyTTL,
+			ttl:     notReadyTTL,
 		},
 		"ConfigMapAhead": {
 			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: GatewayStatusStale until both agree, and look again in a second, since no event will announce the status.",
@@ -99,14 +99,14 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			observed: with(nil),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
 			message:  "(OldReplicasPresent)",
-			ttl:      NotReadyTTL,
+			ttl:      notReadyTTL,
 		},
 		"StalePublished": {
 			reason:   "The Object's last look failed: its old data is no evidence; the InferenceGateway's condition decides.",
 			gateway:  gwRolling,
 			observed: with(statusObject("True", "Serving", false)),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
-			ttl:      NotReadyTTL,
+			ttl:      notReadyTTL,
 		},
 	}
 	for name, tc := range cases {
@@ -238,7 +238,7 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 	}{
 		"HeldBackJustNow": {"The circuit is open and the route has waited 10 s: a second.", xr(true, 10*time.Second), compose.FastRequeue},
 		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to 5 s.", xr(true, 5*time.Minute), compose.SlowRequeue},
-		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: the not-ready default.", xr(true, 20*time.Minute), NotReadyTTL},
+		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: the not-ready default.", xr(true, 20*time.Minute), notReadyTTL},
 		"WatchesFlowing":  {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), route.WatchedGatewayRequeue},
 		"OpenLongAgo":     {"Responsive has said False for 10 minutes: Crossplane closes the breaker only on the next event, which passes after the 5-minute cooldown; rest.", xrOpenSince(now.Add(-10 * time.Minute)), route.WatchedGatewayRequeue},
 	}

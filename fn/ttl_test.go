@@ -108,7 +108,7 @@ func TestTTL(t *testing.T) {
 		"GatewayRollingOutFor20m": {
 			reason: "False for 20 minutes: stuck; the not-ready default.",
 			req:    newRequest(t, gatewayFalseSince(now.Add(-20*time.Minute)), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   NotReadyTTL,
+			want:   notReadyTTL,
 		},
 		"GatewayWasTrue": {
 			reason: "The observed condition is still True from before: this is the first second of a False spell.",
@@ -118,7 +118,7 @@ func TestTTL(t *testing.T) {
 		"GatewaySecretsMissing": {
 			reason: "Waiting for a person to create callers' Secrets: no hurry.",
 			req:    newRequest(t, gatewayXR(authSpec()), authObserved(nil), map[string][]obj{"caller-secrets": {}}),
-			want:   NotReadyTTL,
+			want:   notReadyTTL,
 		},
 		"RouteReady": {
 			reason: "A routing ModelRoute is reconciled at the SDK's default TTL.",
@@ -138,7 +138,7 @@ func TestTTL(t *testing.T) {
 		"RouteWaitingForGateway": {
 			reason: "A ModelRoute learns of its gateway only through required resources, which Crossplane does not watch: look again soon.",
 			req:    newRequest(t, routeXR(ab...), observedRoute(true), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}),
-			want:   NotReadyTTL,
+			want:   notReadyTTL,
 		},
 		"Fatal": {
 			reason: "A Fatal result keeps the default TTL: the input needs a person, not a quicker retry.",

@@ -8,7 +8,7 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 )
 
-// Condition is a status condition as read from observed data.
+// Condition is a status Condition as read from observed data.
 type Condition struct {
 	Status  string
 	Reason  string
@@ -91,23 +91,23 @@ func Read(o *structpb.Struct) (Observed, error) {
 	return ob, nil
 }
 
-// Generation is the Object's metadata.generation.
-func (o Observed) Generation() int64 {
+// generation is the Object's metadata.generation.
+func (o Observed) generation() int64 {
 	md := o.object.GetFields()["metadata"].GetStructValue()
 	return int64(md.GetFields()["generation"].GetNumberValue())
 }
 
-// SyncedNow reports whether the provider synced the Object's current spec:
+// syncedNow reports whether the provider synced the Object's current spec:
 // Synced is True for the generation the Object has now, not an earlier one.
-func (o Observed) SyncedNow() bool {
-	return o.Synced.True() && o.Synced.ObservedGeneration == o.Generation()
+func (o Observed) syncedNow() bool {
+	return o.Synced.True() && o.Synced.ObservedGeneration == o.generation()
 }
 
-// Finalized reports whether the provider has put its finalizer on the
+// finalized reports whether the provider has put its finalizer on the
 // Object, which it does in the first reconcile that gets past observing
 // (crossplane-runtime v2.4.0 pkg/reconciler/managed/reconciler.go,
 // AddFinalizer).
-func (o Observed) Finalized() bool {
+func (o Observed) finalized() bool {
 	md := o.object.GetFields()["metadata"].GetStructValue()
 	return len(md.GetFields()["finalizers"].GetListValue().GetValues()) > 0
 }
@@ -120,16 +120,16 @@ func (o Observed) Finalized() bool {
 // Create).
 const createSucceeded = "crossplane.io/external-create-succeeded"
 
-// Created reports whether the provider has created the remote object and
+// created reports whether the provider has created the remote object and
 // recorded it on the Object: its last full Update of the Object is behind
 // it.
-func (o Observed) Created() bool {
+func (o Observed) created() bool {
 	md := o.object.GetFields()["metadata"].GetStructValue()
 	return md.GetFields()["annotations"].GetStructValue().GetFields()[createSucceeded].GetStringValue() != ""
 }
 
-// HasReferences reports whether the Object's spec carries references.
-func (o Observed) HasReferences() bool {
+// hasReferences reports whether the Object's spec carries references.
+func (o Observed) hasReferences() bool {
 	spec := o.object.GetFields()["spec"].GetStructValue()
 	return len(spec.GetFields()["references"].GetListValue().GetValues()) > 0
 }
@@ -186,15 +186,15 @@ func (o Observed) Live() bool {
 	return o.manifest != nil && o.Synced.True()
 }
 
-// LiveAndReady reports whether the Object is live and the provider says it
+// liveAndReady reports whether the Object is live and the provider says it
 // is Ready: the evidence a composed resource's readiness rests on when the
 // function has nothing more specific to read.
-func (o Observed) LiveAndReady() bool { return o.Live() && o.Ready.True() }
+func (o Observed) liveAndReady() bool { return o.Live() && o.Ready.True() }
 
 // ReadyIn reports whether the observed Object under name is LiveAndReady.
 func ReadyIn(obs map[string]Observed, name string) bool {
 	o, ok := obs[name]
-	return ok && o.LiveAndReady()
+	return ok && o.liveAndReady()
 }
 
 // field reads a nested object; a missing key or null is nil, anything else

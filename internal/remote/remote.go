@@ -55,32 +55,32 @@ type Object struct {
 	APIVersion string     `json:"apiVersion"`
 	Kind       string     `json:"kind"`
 	Metadata   Meta       `json:"metadata"`
-	Spec       ObjectSpec `json:"spec"`
+	Spec       objectSpec `json:"spec"`
 }
 
-// ObjectSpec is the spec of a provider-kubernetes Object.
-type ObjectSpec struct {
+// objectSpec is the spec of a provider-kubernetes Object.
+type objectSpec struct {
 	ManagementPolicies []string          `json:"managementPolicies,omitempty"`
-	ForProvider        ForProvider       `json:"forProvider"`
-	ProviderConfigRef  ProviderConfigRef `json:"providerConfigRef"`
-	References         []Reference       `json:"references,omitempty"`
-	Readiness          *Readiness        `json:"readiness,omitempty"`
+	ForProvider        forProvider       `json:"forProvider"`
+	ProviderConfigRef  providerConfigRef `json:"providerConfigRef"`
+	References         []reference       `json:"references,omitempty"`
+	Readiness          *readiness        `json:"readiness,omitempty"`
 	Watch              bool              `json:"watch,omitempty"`
 }
 
-// Reference patches a value from an object on the control plane into the
+// reference patches a value from an object on the control plane into the
 // manifest before the provider applies it (provider-kubernetes v1.3.1
-// apis/namespaced/object/v1alpha1/types.go, Reference and PatchesFrom).
+// apis/namespaced/object/v1alpha1/types.go, reference and PatchesFrom).
 // The provider reads the referenced object with its local client, that is
 // on the control plane (internal/controller/namespaced/object/object.go,
 // resolveReferencies).
-type Reference struct {
-	PatchesFrom *PatchesFrom `json:"patchesFrom,omitempty"`
+type reference struct {
+	PatchesFrom *patchesFrom `json:"patchesFrom,omitempty"`
 	ToFieldPath *string      `json:"toFieldPath,omitempty"`
 }
 
-// PatchesFrom names the control-plane object and field a Reference copies.
-type PatchesFrom struct {
+// patchesFrom names the control-plane object and field a reference copies.
+type patchesFrom struct {
 	APIVersion string  `json:"apiVersion"`
 	Kind       string  `json:"kind"`
 	Name       string  `json:"name"`
@@ -88,20 +88,20 @@ type PatchesFrom struct {
 	FieldPath  *string `json:"fieldPath,omitempty"`
 }
 
-// ForProvider holds the manifest to apply (or observe) on the remote cluster.
-type ForProvider struct {
+// forProvider holds the manifest to apply (or observe) on the remote cluster.
+type forProvider struct {
 	Manifest any `json:"manifest"`
 }
 
-// ProviderConfigRef names the provider config that reaches the remote
+// providerConfigRef names the provider config that reaches the remote
 // cluster.
-type ProviderConfigRef struct {
+type providerConfigRef struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 }
 
-// Readiness says how the provider derives the Object's Ready condition.
-type Readiness struct {
+// readiness says how the provider derives the Object's Ready condition.
+type readiness struct {
 	Policy   string `json:"policy"`
 	CelQuery string `json:"celQuery,omitempty"`
 }
@@ -115,9 +115,9 @@ func Wrap(providerConfig string, manifest any, opts ...Option) *Object {
 	o := &Object{
 		APIVersion: APIVersion,
 		Kind:       Kind,
-		Spec: ObjectSpec{
-			ForProvider:       ForProvider{Manifest: manifest},
-			ProviderConfigRef: ProviderConfigRef{Kind: providerConfigKind, Name: providerConfig},
+		Spec: objectSpec{
+			ForProvider:       forProvider{Manifest: manifest},
+			ProviderConfigRef: providerConfigRef{Kind: providerConfigKind, Name: providerConfig},
 		},
 	}
 	for _, fn := range opts {
@@ -155,26 +155,26 @@ func Watch() Option {
 	return func(o *Object) { o.Spec.Watch = true }
 }
 
-// PatchFrom adds a reference that copies fieldPath of a control-plane
+// patchFrom adds a reference that copies fieldPath of a control-plane
 // object into toFieldPath of the manifest each time the provider applies
 // it.
-func PatchFrom(from PatchesFrom, toFieldPath string) Option {
+func patchFrom(from patchesFrom, toFieldPath string) Option {
 	return func(o *Object) {
-		o.Spec.References = append(o.Spec.References, Reference{PatchesFrom: &from, ToFieldPath: &toFieldPath})
+		o.Spec.References = append(o.Spec.References, reference{PatchesFrom: &from, ToFieldPath: &toFieldPath})
 	}
 }
 
 // ReadyWhen makes the provider derive Ready from a CEL query on the live
 // object.
 func ReadyWhen(celQuery string) Option {
-	return func(o *Object) { o.Spec.Readiness = &Readiness{Policy: readinessCEL, CelQuery: celQuery} }
+	return func(o *Object) { o.Spec.Readiness = &readiness{Policy: readinessCEL, CelQuery: celQuery} }
 }
 
-// SecretManifest is a Secret as the function desires it: no values, only
+// secretManifest is a Secret as the function desires it: no values, only
 // the keys a Secret of its type must have from its creation, each empty.
 // provider-kubernetes patches the values in from the control plane
 // (SecretCopy).
-type SecretManifest struct {
+type secretManifest struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Metadata   Meta              `json:"metadata"`
@@ -235,7 +235,7 @@ type SecretCopy struct {
 // references only when mayReference.
 func (c SecretCopy) Object(providerConfig string, mayReference bool, opts ...Option) *Object {
 	md := c.Meta
-	m := &SecretManifest{APIVersion: "v1", Kind: "Secret", Metadata: md, Type: c.Type}
+	m := &secretManifest{APIVersion: "v1", Kind: "Secret", Metadata: md, Type: c.Type}
 	if len(c.Placeholders) > 0 {
 		m.Data = make(map[string]string, len(c.Placeholders))
 		for _, k := range c.Placeholders {
@@ -249,7 +249,7 @@ func (c SecretCopy) Object(providerConfig string, mayReference bool, opts ...Opt
 			m.Metadata.Annotations = annotations
 		}
 		for _, k := range c.Keys {
-			opts = append(opts, PatchFrom(PatchesFrom{
+			opts = append(opts, patchFrom(patchesFrom{
 				APIVersion: "v1", Kind: "Secret", Name: c.Name, Namespace: c.Namespace, FieldPath: &k.FieldPath,
 			}, k.ToFieldPath))
 		}
@@ -281,8 +281,8 @@ type CopyState struct {
 func CopyStateIn(obs map[string]Observed, name string) CopyState {
 	o, ok := obs[name]
 	return CopyState{
-		MayReference: ok && (o.HasReferences() || (o.Finalized() && (o.Reported() || o.Created()))),
-		Delivered:    ok && o.HasReferences() && o.Reported() && o.SyncedNow(),
+		MayReference: ok && (o.hasReferences() || (o.finalized() && (o.Reported() || o.created()))),
+		Delivered:    ok && o.hasReferences() && o.Reported() && o.syncedNow(),
 	}
 }
 
