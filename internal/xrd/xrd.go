@@ -52,7 +52,7 @@ type XRD struct {
 	APIVersion string            `json:"apiVersion"`
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
-	Spec       xrdSpec              `json:"spec"`
+	Spec       xrdSpec           `json:"spec"`
 }
 
 // xrdSpec is an XRD's spec.
