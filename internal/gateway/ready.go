@@ -106,15 +106,16 @@ func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) err
 		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", b.in.GatewayName, b.in.GatewayNamespace, syncNote(gw, ok)))
 		return nil
 	}
-	addr, err := upstream.GatewayAddress(gw.Manifest())
+	st, err := upstream.GatewayStatus(gw.Manifest())
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed Gateway %q", b.in.GatewayName)
 	}
-	e.address = addr
-	if addr == "" {
+	e.address = upstream.GatewayAddress(st)
+	if e.address == "" {
 		e.problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has no address yet; Envoy Gateway sets status.addresses once it has programmed it", b.in.GatewayName, b.in.GatewayNamespace))
 	}
-	return b.observeListeners(e, gw.Manifest())
+	b.observeListeners(e, upstream.Generation(gw.Manifest()), st)
+	return nil
 }
 
 // observeListeners requires every listener the function composes on the
@@ -131,14 +132,11 @@ func (b builder) observeGateway(e *evidence, obs map[string]remote.Observed) err
 // ProcessListeners). A key that is not the certificate's it does not
 // notice; the function does (keyMismatch). A listener Envoy Gateway has not
 // reported, or reported for an older generation, counts as not programmed.
-func (b builder) observeListeners(e *evidence, gw map[string]any) error {
-	gen := upstream.Generation(gw)
+// gen is the Gateway's metadata.generation, st its decoded status.
+func (b builder) observeListeners(e *evidence, gen int64, st *gwapiv1.GatewayStatus) {
 	var bad []string
 	for _, l := range b.listenerNames() {
-		conds, reported, err := upstream.ListenerConditions(gw, l)
-		if err != nil {
-			return errors.Wrapf(err, "cannot read the listeners of the observed Gateway %q", b.in.GatewayName)
-		}
+		conds, reported := upstream.ListenerConditions(st, l)
 		if !reported {
 			bad = append(bad, fmt.Sprintf("Envoy Gateway has not reported the listener %q yet", l))
 			continue
@@ -159,7 +157,6 @@ func (b builder) observeListeners(e *evidence, gw map[string]any) error {
 	if !e.listenersProgrammed {
 		e.problems.Add(ReasonListenersNotProgrammed, fmt.Sprintf("the Gateway %q does not serve on every listener: %s", b.in.GatewayName, strings.Join(bad, "; ")))
 	}
-	return nil
 }
 
 // listenerNames are the listeners the function composes on the Gateway:

@@ -72,39 +72,43 @@ func WithMessage(msg string, c *metav1.Condition) string {
 	return msg
 }
 
-// GatewayAddress reads the first non-empty status.addresses[].value of a
-// Gateway manifest.
-func GatewayAddress(gw map[string]any) (string, error) {
+// GatewayStatus decodes a Gateway manifest's status once, for
+// GatewayAddress and ListenerConditions: the gateway's reconcile reads it
+// for its address and for every listener, and decoding it is a large part
+// of that reconcile's time.
+func GatewayStatus(gw map[string]any) (*gwapiv1.GatewayStatus, error) {
 	st := &gwapiv1.GatewayStatus{}
 	if err := decode.Into("the Gateway", "status", gw["status"], st); err != nil {
-		return "", err
+		return nil, err
 	}
+	return st, nil
+}
+
+// GatewayAddress is the first non-empty status.addresses[].value of a
+// Gateway's status.
+func GatewayAddress(st *gwapiv1.GatewayStatus) string {
 	for _, a := range st.Addresses {
 		if a.Value != "" {
-			return a.Value, nil
+			return a.Value
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // ListenerConditions returns the conditions Envoy Gateway wrote for the
-// listener name of a Gateway manifest (status.listeners), and whether it
+// listener name in a Gateway's status (status.listeners), and whether it
 // reported that listener at all. Envoy Gateway rebuilds status.listeners
 // from the Gateway's spec on every translation, one entry per listener,
 // each condition stamped with the Gateway's generation (gateway v1.8.1
 // internal/gatewayapi/contexts.go, the GatewayContext's ResetListeners;
 // internal/gatewayapi/status/gateway.go, SetGatewayListenerStatusCondition).
-func ListenerConditions(gw map[string]any, name string) ([]metav1.Condition, bool, error) {
-	st := &gwapiv1.GatewayStatus{}
-	if err := decode.Into("the Gateway", "status", gw["status"], st); err != nil {
-		return nil, false, err
-	}
+func ListenerConditions(st *gwapiv1.GatewayStatus, name string) ([]metav1.Condition, bool) {
 	for _, l := range st.Listeners {
 		if string(l.Name) == name {
-			return l.Conditions, true, nil
+			return l.Conditions, true
 		}
 	}
-	return nil, false, nil
+	return nil, false
 }
 
 // Generation reads metadata.generation of a manifest, 0 if it has none.

@@ -111,10 +111,14 @@ func TestRouteParentConditions(t *testing.T) {
 
 func TestGatewayAddress(t *testing.T) {
 	gw := obj{"status": obj{"addresses": []any{obj{"type": "Hostname", "value": ""}, obj{"type": "IPAddress", "value": "203.0.113.10"}}}}
-	if got, err := GatewayAddress(gw); err != nil || got != "203.0.113.10" {
-		t.Errorf("GatewayAddress(...) = %q, %v; want the first non-empty address", got, err)
+	st, err := GatewayStatus(gw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := GatewayAddress(obj{"status": obj{"addresses": "nope"}}); err == nil {
+	if got := GatewayAddress(st); got != "203.0.113.10" {
+		t.Errorf("GatewayAddress(...) = %q; want the first non-empty address", got)
+	}
+	if _, err := GatewayStatus(obj{"status": obj{"addresses": "nope"}}); err == nil {
 		t.Error("a malformed status.addresses must be an error")
 	}
 }
