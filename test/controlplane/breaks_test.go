@@ -115,8 +115,8 @@ var breaks = []deliberateBreak{{
 		"when it adds its finalizer (crossplane-runtime v2.4.0 managed reconciler, AddFinalizer)",
 	file: "internal/remote/remote.go",
 	edits: []edit{{
-		old: "\t\tMayReference: ok && (o.HasReferences() || (o.Finalized() && (o.Reported() || o.Created()))),\n",
-		new: "\t\tMayReference: true || ok && (o.HasReferences() || (o.Finalized() && (o.Reported() || o.Created()))),\n",
+		old: "\t\tMayReference: ok && (o.hasReferences() || (o.finalized() && (o.Reported() || o.created()))),\n",
+		new: "\t\tMayReference: true || ok && (o.hasReferences() || (o.finalized() && (o.Reported() || o.created()))),\n",
 	}},
 	// The world's look at every Object it observes, from scenario 2 on.
 	caughtBy: "holds the openrouter API key",
