@@ -30,35 +30,9 @@ func (s *InferenceGatewaySpec) Validate() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
 	}
-	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS} {
+	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS, s.validateTLS} {
 		if err := check(); err != nil {
 			return err
-		}
-	}
-	if s.TLS != nil {
-		if s.Hostname == "" {
-			return errors.New("cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for")
-		}
-		if len(s.TLS.CertificateRefs) == 0 {
-			return errors.New("cannot compose InferenceGateway: spec.tls.certificateRefs is empty; name at least one TLS Secret in the gateway namespace")
-		}
-		if n := len(s.TLS.CertificateRefs); n > MaxCertificateRefs {
-			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs has %d Secrets; name at most %d", n, MaxCertificateRefs)
-		}
-		seen := make(map[string]bool, len(s.TLS.CertificateRefs))
-		for i, r := range s.TLS.CertificateRefs {
-			if r.Name == "" {
-				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
-			}
-			if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
-				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is not a Secret name (%s); name a TLS Secret such as llm-tls", i, r.Name, strings.Join(errs, "; "))
-			}
-			// The list is a map keyed by name (+listType=map): the API
-			// server refuses a name twice.
-			if seen[r.Name] {
-				return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is listed twice; name each Secret once", i, r.Name)
-			}
-			seen[r.Name] = true
 		}
 	}
 	return nil
@@ -115,24 +89,61 @@ func (s *InferenceGatewaySpec) validateFailover() error {
 	if f.PanicThreshold != nil && (*f.PanicThreshold < 0 || *f.PanicThreshold > 100) {
 		return errors.Errorf("cannot compose InferenceGateway: spec.failover.panicThreshold is %d; set a percentage from 0 to 100", *f.PanicThreshold)
 	}
-	if f.RetryOn == nil {
+	return validateRetryOn(f.RetryOn)
+}
+
+// validateTLS checks spec.tls.
+func (s *InferenceGatewaySpec) validateTLS() error {
+	if s.TLS == nil {
+		return nil
+	}
+	if s.Hostname == "" {
+		return errors.New("cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for")
+	}
+	if len(s.TLS.CertificateRefs) == 0 {
+		return errors.New("cannot compose InferenceGateway: spec.tls.certificateRefs is empty; name at least one TLS Secret in the gateway namespace")
+	}
+	if n := len(s.TLS.CertificateRefs); n > MaxCertificateRefs {
+		return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs has %d Secrets; name at most %d", n, MaxCertificateRefs)
+	}
+	seen := make(map[string]bool, len(s.TLS.CertificateRefs))
+	for i, r := range s.TLS.CertificateRefs {
+		if r.Name == "" {
+			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name is empty; name a TLS Secret", i)
+		}
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is not a Secret name (%s); name a TLS Secret such as llm-tls", i, r.Name, strings.Join(errs, "; "))
+		}
+		// The list is a map keyed by name (+listType=map): the API
+		// server refuses a name twice.
+		if seen[r.Name] {
+			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is listed twice; name each Secret once", i, r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// validateRetryOn checks spec.failover.retryOn.
+func validateRetryOn(r *RetryOn) error {
+	if r == nil {
 		return nil
 	}
 	// Both lists are sets (+listType=set): the API server refuses an item
 	// twice, and so does render.
-	for i, t := range f.RetryOn.Triggers {
+	for i, t := range r.Triggers {
 		if !slices.Contains(RetryTriggers, egv1a1.TriggerEnum(t)) {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is not a trigger Envoy Gateway knows; use one of %v", i, t, RetryTriggers)
 		}
-		if slices.Contains(f.RetryOn.Triggers[:i], t) {
+		if slices.Contains(r.Triggers[:i], t) {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.triggers[%d] %q is listed twice; list each trigger once", i, t)
 		}
 	}
-	if n := len(f.RetryOn.HTTPStatusCodes); n > MaxRetryStatusCodes {
+	if n := len(r.HTTPStatusCodes); n > MaxRetryStatusCodes {
 		return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes has %d codes; list at most %d", n, MaxRetryStatusCodes)
 	}
-	for i, c := range f.RetryOn.HTTPStatusCodes {
-		if slices.Contains(f.RetryOn.HTTPStatusCodes[:i], c) {
+	for i, c := range r.HTTPStatusCodes {
+		if slices.Contains(r.HTTPStatusCodes[:i], c) {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] %d is listed twice; list each code once", i, c)
 		}
 		// Envoy Gateway's HTTPStatus (api/v1alpha1/shared_types.go).
