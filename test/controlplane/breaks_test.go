@@ -141,6 +141,26 @@ var breaks = []deliberateBreak{{
 	// Scenario 2's xDS: the cluster's common_lb_config.
 	caughtBy: "healthy panic threshold 0%, want 50%",
 }, {
+	name: "panic-threshold-default",
+	what: "the failover policy's panic threshold Envoy's default of 50 whatever spec.failover.panicThreshold says",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "PanicThreshold: new(uint32(b.spec.PanicThreshold()))",
+		new: "PanicThreshold: new(uint32(v1alpha1.DefaultPanicThreshold))",
+	}},
+	// Scenario 2c's xDS: a default threshold passes scenario 2's check.
+	caughtBy: "healthy panic threshold 50%, want 30%",
+}, {
+	name: "body-limit-default",
+	what: "every listener's body limit the default 50Mi whatever spec.connection.bufferLimit says",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "\tlimit := b.spec.BufferLimit()\n",
+		new: "\tlimit := v1alpha1.DefaultBufferLimit\n",
+	}},
+	// Scenario 2c's xDS: a default limit passes scenario 2's check.
+	caughtBy: "per_connection_buffer_limit_bytes 5.24288e+07, want 67108864",
+}, {
 	name: "caller-header-kept",
 	what: "a client's own x-modelplane-caller kept at the front door, so an open gateway logs and forwards whatever caller a client claims",
 	file: "internal/gateway/resources.go",

@@ -130,6 +130,7 @@ func TestControlPlane(t *testing.T) {
 	}{
 		{"1-2_NewGatewayWithRouteDuringRollout", sc.newGatewayWithRouteDuringRollout},
 		{"2b_MissingBackendSplits", sc.missingBackendSplits},
+		{"2c_TunedSettings", sc.tunedSettings},
 		{"3_TemplateChange", sc.templateChange},
 		{"4_EnvoyPodLost", sc.envoyPodLost},
 		{"4b_EnvoyDeploymentRecreated", sc.envoyDeploymentRecreated},
