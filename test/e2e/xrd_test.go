@@ -2,64 +2,23 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/modelplaneai/function-inference-gateway/test/e2e/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/e2e/validate"
 )
 
-// xrd is the part of a CompositeResourceDefinition a CRD is made from.
-type xrd struct {
-	Spec struct {
-		Group    string                                        `json:"group"`
-		Names    apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
-		Scope    string                                        `json:"scope"`
-		Versions []struct {
-			Name   string `json:"name"`
-			Served bool   `json:"served"`
-			Schema struct {
-				OpenAPIV3Schema apiextensionsv1.JSONSchemaProps `json:"openAPIV3Schema"`
-			} `json:"schema"`
-		} `json:"versions"`
-	} `json:"spec"`
-}
-
-// crdOf makes a CRD of an XRD's schemas, as Crossplane does for the part
-// that matters here: it copies the spec's and the status' properties, with
-// their x-kubernetes-validations, into the CRD it generates (crossplane
-// v2.2.0 internal/xcrd/crd.go, genCrdVersion). The fields Crossplane adds
-// (spec.crossplane, status.conditions, ...) are left out; the XRs validated
-// here do not set them.
+// crdOf is the CRD Crossplane makes of the XRD at path (validate.ReadXRD).
 func crdOf(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	crd, err := validate.ReadXRD(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var x xrd
-	if err := yaml.Unmarshal(b, &x); err != nil {
-		t.Fatalf("cannot read the XRD %s: %v", path, err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: x.Spec.Names.Plural + "." + x.Spec.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: x.Spec.Group, Names: x.Spec.Names, Scope: apiextensionsv1.ResourceScope(x.Spec.Scope),
-		},
-	}
-	for _, v := range x.Spec.Versions {
-		s := v.Schema.OpenAPIV3Schema
-		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v.Name, Served: v.Served, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &s},
-		})
 	}
 	return crd
 }

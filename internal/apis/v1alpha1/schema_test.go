@@ -1,16 +1,14 @@
 package v1alpha1_test
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/xrd"
+	"github.com/modelplaneai/function-inference-gateway/test/e2e/validate"
 )
 
 // The generated XRDs, read the way the tests of this package need them.
@@ -18,49 +16,25 @@ import (
 // configuration is the Configuration package's folder, from this package's.
 var configuration = filepath.Join("..", "..", "..", "package", "configuration")
 
-// readXRD reads package/configuration/<dir>/xrd.yaml.
-func readXRD(t *testing.T, dir string) *xrd.XRD {
+// crdOf is the CRD Crossplane makes of package/configuration/<dir>/xrd.yaml
+// (validate.ReadXRD), for the validator of test/e2e/validate and for the
+// schema walks.
+func crdOf(t *testing.T, dir string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(configuration, dir, xrd.FileXRD))
+	crd, err := validate.ReadXRD(filepath.Join(configuration, dir, xrd.FileXRD))
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &xrd.XRD{}
-	if err := yaml.Unmarshal(b, x); err != nil {
-		t.Fatalf("cannot read the XRD of %s: %v", dir, err)
+	if len(crd.Spec.Versions) != 1 {
+		t.Fatalf("the XRD of %s has %d versions, want 1", dir, len(crd.Spec.Versions))
 	}
-	if len(x.Spec.Versions) != 1 {
-		t.Fatalf("the XRD of %s has %d versions, want 1", dir, len(x.Spec.Versions))
-	}
-	return x
+	return crd
 }
 
 // rootSchema is the XRD's one version's schema.
 func rootSchema(t *testing.T, dir string) apiextensionsv1.JSONSchemaProps {
 	t.Helper()
-	return readXRD(t, dir).Spec.Versions[0].Schema.OpenAPIV3Schema
-}
-
-// crdOf makes a CRD of an XRD's schema, as Crossplane does for the spec's
-// and the status' properties (crossplane v2.2.0 internal/xcrd/crd.go,
-// genCrdVersion), for the validator of test/e2e/validate.
-func crdOf(t *testing.T, dir string) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	x := readXRD(t, dir)
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: x.Spec.Names.Plural + "." + x.Spec.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: x.Spec.Group, Names: x.Spec.Names, Scope: x.Spec.Scope,
-		},
-	}
-	for _, v := range x.Spec.Versions {
-		s := v.Schema.OpenAPIV3Schema
-		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v.Name, Served: v.Served, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &s},
-		})
-	}
-	return crd
+	return *crdOf(t, dir).Spec.Versions[0].Schema.OpenAPIV3Schema
 }
 
 // walk calls fn for every field under s, depth first in name order, with
