@@ -48,12 +48,12 @@ func Into(what, prefix string, v, into any) error {
 var v1 = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.Deterministic(false))
 
 // fastInto decodes v as Into does, through go-json-experiment/json
-// with encoding/json's semantics (v1), which takes a fraction of the time
-// and allocations: the observed statuses and Deployment the composers read
-// are decoded on every reconcile, and encoding/json's map encoding and
-// decoder were about half of a gateway's reconcile. It reports
-// whether it succeeded; if not, it has put into back as it was, so that
-// Into can decode again with encoding/json, whose errors fieldError words.
+// with encoding/json's semantics (v1), whose encoder and decoder allocate
+// far less than encoding/json's: the observed statuses and Deployment the
+// composers read are decoded on every reconcile (docs/speed.md has the
+// profile). It reports whether it succeeded; if not, it has put into back
+// as it was, so that Into can decode again with encoding/json, whose
+// errors fieldError words for the user.
 func fastInto(v, into any) bool {
 	rv := reflect.ValueOf(into)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
