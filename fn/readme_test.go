@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
@@ -25,8 +26,8 @@ func TestREADMEConditions(t *testing.T) {
 	readme := string(b)
 	reasons := map[string][]string{
 		gateway.ConditionType: {
-			gateway.ReasonReady, gateway.ReasonClusterAlreadyHasGateway, gateway.ReasonWaitingForPreviousGateway, gateway.ReasonTLSSecretMissing, gateway.ReasonClientCertificateNotReady, gateway.ReasonCallerSecretsMissing, gateway.ReasonNotProgrammed, gateway.ReasonListenersNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonCallerAuthNotAccepted, gateway.ReasonDeploymentNotObserved,
-			gateway.ReasonGenerationNotObserved, gateway.ReasonExtProcMarkerMissing, gateway.ReasonOldReplicasPresent, gateway.ReasonNoReplicaAvailable,
+			gatewayready.ReasonReady, gatewayready.ReasonClusterAlreadyHasGateway, gatewayready.ReasonWaitingForPreviousGateway, gatewayready.ReasonTLSSecretMissing, gatewayready.ReasonClientCertificateNotReady, gatewayready.ReasonCallerSecretsMissing, gatewayready.ReasonNotProgrammed, gatewayready.ReasonListenersNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonCallerAuthNotAccepted, gatewayready.ReasonDeploymentNotObserved,
+			gatewayready.ReasonGenerationNotObserved, gatewayready.ReasonExtProcMarkerMissing, gatewayready.ReasonOldReplicasPresent, gatewayready.ReasonNoReplicaAvailable,
 		},
 		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},
 	}

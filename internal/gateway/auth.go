@@ -11,6 +11,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
@@ -106,34 +107,34 @@ func (b builder) openNotice() string {
 // observeCallerAuth requires a usable caller Secret and Envoy Gateway's
 // acceptance of the SecurityPolicy. Problems of single Secrets that leave
 // others in use are warnings, not readiness failures.
-func (b builder) observeCallerAuth(c callers) func(*evidence, map[string]remote.Observed) error {
-	return func(e *evidence, obs map[string]remote.Observed) error {
+func (b builder) observeCallerAuth(g gatewayready.Gateway, c callers) func(*gatewayready.Evidence, map[string]remote.Observed) error {
+	return func(e *gatewayready.Evidence, obs map[string]remote.Observed) error {
 		if !b.spec.AuthEnabled() {
 			return nil
 		}
 		for _, s := range c.selected {
 			if s.problem != "" {
-				e.authWarnings = append(e.authWarnings, s.problem)
+				e.AuthWarnings = append(e.AuthWarnings, s.problem)
 			}
 		}
-		e.authWarnings = append(e.authWarnings, c.notes...)
-		e.notices = append(e.notices, c.waits...)
+		e.AuthWarnings = append(e.AuthWarnings, c.notes...)
+		e.Notices = append(e.Notices, c.waits...)
 		if !c.resolved {
-			e.problems.Add(ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")
+			e.Problems.Add(gatewayready.ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")
 			return nil
 		}
 		if len(c.inUse()) == 0 {
 			b.noCallers(e, c)
 		}
 		var err error
-		e.callerPolicyAccepted, err = b.policyAccepted(e, obs, ResourceCallerAuth, ReasonCallerAuthNotAccepted,
+		e.CallerPolicyAccepted, err = g.PolicyAccepted(e, obs, ResourceCallerAuth, gatewayready.ReasonCallerAuthNotAccepted,
 			"caller-auth SecurityPolicy", names.CallerPolicy(b.in.GatewayName), "; while it is rejected, Envoy answers 500 to every model request")
 		return err
 	}
 }
 
 // noCallers explains why no caller can get through.
-func (b builder) noCallers(e *evidence, c callers) {
+func (b builder) noCallers(e *gatewayready.Evidence, c callers) {
 	sel := b.spec.Auth.APIKey.SecretSelector.MatchLabels
 	var labels []string
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
@@ -148,10 +149,10 @@ func (b builder) noCallers(e *evidence, c callers) {
 	}
 	switch {
 	case len(c.selected) == 0:
-		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
+		e.Problems.Add(gatewayready.ReasonCallerSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
 	case len(delivering) == 0:
-		e.problems.Add(ReasonCallerSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.authWarnings, "; ")))
+		e.Problems.Add(gatewayready.ReasonCallerSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.AuthWarnings, "; ")))
 	default:
-		e.problems.Add(ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
+		e.Problems.Add(gatewayready.ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
 	}
 }

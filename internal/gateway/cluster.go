@@ -13,6 +13,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
@@ -66,7 +67,7 @@ func claimantOf(xr map[string]any) (claim.Claimant, string) {
 			Conditions []metav1.Condition `json:"conditions"`
 		}
 		if err := decode.Into("InferenceGateway", "status", xr["status"], &st); err == nil {
-			if cond := meta.FindStatusCondition(st.Conditions, ConditionType); cond != nil && cond.Reason == ReasonClusterAlreadyHasGateway {
+			if cond := meta.FindStatusCondition(st.Conditions, ConditionType); cond != nil && cond.Reason == gatewayready.ReasonClusterAlreadyHasGateway {
 				c.Serving = false
 			}
 		}
@@ -148,7 +149,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	c := compose.Condition{
 		Type:   ConditionType,
-		Reason: ReasonClusterAlreadyHasGateway,
+		Reason: gatewayready.ReasonClusterAlreadyHasGateway,
 		Message: fmt.Sprintf("the InferenceGateway %q already composes the gateway on the cluster of providerConfigName %q (the names there are fixed, one gateway per cluster); %q composes nothing there. Delete it, or set another providerConfigName",
 			cl.Winner, providerConfig, cl.self),
 	}
@@ -212,7 +213,7 @@ func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion
 			res.RequeueAfter = compose.Backoff(since, req.Now)
 		}
 	}
-	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: ReasonWaitingForPreviousGateway, Message: msg}}
+	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: gatewayready.ReasonWaitingForPreviousGateway, Message: msg}}
 	return res
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 )
 
 func TestClaimantOf(t *testing.T) {
@@ -29,9 +30,9 @@ func TestClaimantOf(t *testing.T) {
 	}{
 		"Address":             {xr: xr("192.0.2.1", "", "", false), want: claim.Claimant{Serving: true}},
 		"NoAddress":           {xr: xr("", "", "", false), want: claim.Claimant{}},
-		"StaleAddressOfLoser": {xr: xr("192.0.2.1", ReasonClusterAlreadyHasGateway, "other", false), want: claim.Claimant{Recorded: "other"}},
-		"AddressNotReady":     {xr: xr("192.0.2.1", ReasonOldReplicasPresent, "g", false), want: claim.Claimant{Claimed: true, Serving: true, Recorded: "g"}},
-		"ClaimWithoutAddress": {xr: xr("", ReasonNotProgrammed, "g", false), want: claim.Claimant{Claimed: true, Recorded: "g"}},
+		"StaleAddressOfLoser": {xr: xr("192.0.2.1", gatewayready.ReasonClusterAlreadyHasGateway, "other", false), want: claim.Claimant{Recorded: "other"}},
+		"AddressNotReady":     {xr: xr("192.0.2.1", gatewayready.ReasonOldReplicasPresent, "g", false), want: claim.Claimant{Claimed: true, Serving: true, Recorded: "g"}},
+		"ClaimWithoutAddress": {xr: xr("", gatewayready.ReasonNotProgrammed, "g", false), want: claim.Claimant{Claimed: true, Recorded: "g"}},
 		"Deleting":            {xr: xr("192.0.2.1", "", "g", true), want: claim.Claimant{Claimed: true, Serving: true, Deleting: true, Recorded: "g"}},
 	}
 	for name, tc := range cases {

@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"maps"
+	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -14,8 +16,8 @@ import (
 // Composer composes InferenceGateways.
 type Composer struct{}
 
-// Compose builds the gateway's Objects and judges GatewayReady from what the
-// observed Objects saw on the gateway cluster.
+// Compose builds the gateway's Objects and judges GatewayReady (package
+// gatewayready) from what the observed Objects saw on the gateway cluster.
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	spec, err := readSpec(req.Composite)
 	if err != nil {
@@ -39,11 +41,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
 	cc := b.readClientCert(req)
-	ev, err := b.observe(req.Observed, rule, secrets, cc, callers, recordedMarker(req.Composite), req.Now)
+	g := b.verdict()
+	ev, err := b.observe(g, req.Observed, rule, secrets, cc, callers, gatewayready.RecordedMarker(req.Composite), req.Now)
 	if err != nil {
 		return nil, err
 	}
-	c := ev.condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
+	c := ev.Condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
 	// The claim: this gateway composes its cluster.
@@ -51,14 +54,14 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	st.BackendTLS = b.backendTLSStatus(cc)
 
 	res := &compose.Result{
-		Resources:    b.resources(req.Observed, ev, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
+		Resources:    b.resources(req.Observed, ev, cc, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
 		Implied:      implied(spec),
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
-		Warnings:     append(ev.authWarnings, ev.clientCertWarnings...),
+		Warnings:     append(ev.AuthWarnings, ev.ClientCertWarnings...),
 		Requirements: b.secretRequirements(),
-		RequeueAfter: requeueAfter(req, c, st.NotReadySince, ev.marker.due),
+		RequeueAfter: gatewayready.RequeueAfter(req, c, st.NotReadySince, ev.Marker.Due),
 	}
 	// While it takes the cluster over, it keeps asking for the previous
 	// gateway's Objects, so that its requirements stay as they were when
@@ -68,34 +71,80 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if b.in.ProviderSanitizesSecrets {
 		// Ready once seen, or once it no longer matters: it is evidence
 		// only for the function's own marker.
-		res.Resources[resourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.filterConfig.seen || c.Status}
+		res.Resources[resourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.FilterConfigSeen() || c.Status}
 	}
 	b.composeTLS(secrets, req.Observed, res.Resources)
 	b.composeClientCert(cc, req.Observed, res.Resources)
-	b.composeCallers(callers, ev.callerPolicyAccepted, res.Resources)
+	b.composeCallers(callers, ev.CallerPolicyAccepted, res.Resources)
 	b.impliedCallers(callers, req.Observed, res.Implied)
 	if !spec.AuthEnabled() {
 		res.Notices = append(res.Notices, b.openNotice())
 	}
-	res.Notices = append(res.Notices, ev.notices...)
-	if ev.marker.written {
-		res.Notices = append(res.Notices, b.markerNotice(ev.marker))
+	res.Notices = append(res.Notices, ev.Notices...)
+	if ev.Marker.Written {
+		res.Notices = append(res.Notices, g.MarkerNotice(ev.Marker))
 	}
 	return res, nil
 }
 
+// observe reads the evidence for GatewayReady from the observed Objects,
+// each check adding a problem in the order of the conditions table: package
+// gatewayready's checks of what the gateway cluster shows, with this
+// package's checks of its Secret-fed features (TLS, the client certificate,
+// caller authentication) in their places. It trusts only a live manifest:
+// an observe-only Object keeps its old manifest and Ready condition after
+// the remote object is gone.
+//
+// It also decides on the function's own ext-proc marker (package
+// gatewayready, marker.go), whose value composed before is carried, and
+// whose settle time counts from the first sight recorded in rec. g is the
+// gateway as package gatewayready judges it (verdict).
+func (b builder) observe(g gatewayready.Gateway, obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, cc *clientCert, c callers, rec *v1alpha1.MarkerStatus, now time.Time) (*gatewayready.Evidence, error) {
+	e := &gatewayready.Evidence{}
+	g.ObserveFilterConfig(e, obs)
+	b.observeTLS(e, secrets)
+	if err := b.observeClientCert(e, obs, cc, now); err != nil {
+		return nil, err
+	}
+	for _, check := range []func(*gatewayready.Evidence, map[string]remote.Observed) error{g.ObserveGateway, g.ObserveAnchor, g.ObserveClientPolicy, b.observeCallerAuth(g, c)} {
+		if err := check(e, obs); err != nil {
+			return nil, err
+		}
+	}
+	return e, g.ObserveDeployment(e, obs, rule, rec, now)
+}
+
+// verdictResources are the composition resources whose observed Objects
+// hold the evidence for GatewayReady.
+var verdictResources = gatewayready.Resources{
+	Gateway: resourceGateway, AnchorRoute: resourceAnchorRoute, ClientPolicy: resourceClientPolicy,
+	EnvoyDeployment: ResourceEnvoyDeployment, EnvoyProxy: resourceEnvoyProxy, FilterConfigSecret: resourceFilterConfigSecret,
+}
+
+// verdict is the gateway as package gatewayready judges it: the listeners
+// composed on the Gateway, http and https with TLS, and the composition
+// resources that hold the evidence.
+func (b builder) verdict() gatewayready.Gateway {
+	listeners := []string{ListenerHTTP}
+	if b.spec.TLSEnabled() {
+		listeners = append(listeners, ListenerHTTPS)
+	}
+	return gatewayready.Gateway{In: b.in, Listeners: listeners, Resources: verdictResources}
+}
+
 // resources are the Objects every InferenceGateway composes. Each is ready
-// only on evidence the function read itself.
-func (b builder) resources(obs map[string]remote.Observed, ev *evidence, c compose.Condition, rule *rollout.Rule, reporting string) map[string]compose.Desired {
+// only on evidence the function read itself. cc is the client certificate
+// as observe judged it: the EnvoyProxy names it once it is issued.
+func (b builder) resources(obs map[string]remote.Observed, ev *gatewayready.Evidence, cc *clientCert, c compose.Condition, rule *rollout.Rule, reporting string) map[string]compose.Desired {
 	ready := func(name string) bool { return remote.ReadyIn(obs, name) }
 	return map[string]compose.Desired{
 		resourceNamespace:       {Object: b.namespace(), Ready: ready(resourceNamespace)},
-		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.marker.value, ev.backendTLS), Ready: ready(resourceEnvoyProxy)},
-		resourceGateway:         {Object: b.gateway(), Ready: ev.address != "" && ev.listenersProgrammed},
-		resourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.anchorAccepted},
+		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.Marker.Value, b.envoyProxyBackendTLS(cc)), Ready: ready(resourceEnvoyProxy)},
+		resourceGateway:         {Object: b.gateway(), Ready: ev.Address != "" && ev.ListenersProgrammed},
+		resourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.AnchorAccepted},
 		resourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(resourceFailoverPolicy)},
-		resourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.clientPolicyAccepted},
-		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.deployment != nil && ev.rollout.Ready},
+		resourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.ClientPolicyAccepted},
+		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.Deployment != nil && ev.Rollout.Ready},
 		ResourceGatewayStatus:   {Object: b.gatewayStatus(c, reporting), Ready: ready(ResourceGatewayStatus)},
 
 		ResourceFrontDoorNamespace: {Object: b.frontDoorNamespace(), Ready: ready(ResourceFrontDoorNamespace)},
@@ -125,11 +174,11 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 
 // status reports the address, the base URLs clients use, and the rollout
 // counters as last observed.
-func (b builder) status(ev *evidence, c callers) *v1alpha1.InferenceGatewayStatus {
-	s := &v1alpha1.InferenceGatewayStatus{Address: ev.address, Auth: b.authStatus(c), ExtProcMarker: ev.marker.record}
-	if host := b.spec.Hostname; host != "" || ev.address != "" {
+func (b builder) status(ev *gatewayready.Evidence, c callers) *v1alpha1.InferenceGatewayStatus {
+	s := &v1alpha1.InferenceGatewayStatus{Address: ev.Address, Auth: b.authStatus(c), ExtProcMarker: ev.Marker.Record}
+	if host := b.spec.Hostname; host != "" || ev.Address != "" {
 		if host == "" {
-			host = ev.address
+			host = ev.Address
 		}
 		scheme := "http"
 		if b.spec.TLSEnabled() {
@@ -142,7 +191,7 @@ func (b builder) status(ev *evidence, c callers) *v1alpha1.InferenceGatewayStatu
 		// part before /v1.
 		s.Endpoints = &v1alpha1.Endpoints{OpenAI: scheme + "://" + host + "/v1", Anthropic: scheme + "://" + host + "/anthropic"}
 	}
-	if d := ev.deployment; d != nil {
+	if d := ev.Deployment; d != nil {
 		s.Rollout = &v1alpha1.Rollout{
 			Generation:         d.Generation,
 			ObservedGeneration: d.Status.ObservedGeneration,

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
-	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
 )
 
@@ -28,67 +28,15 @@ import (
 // Kind is the composite kind this package composes.
 const Kind = v1alpha1.KindInferenceGateway
 
-// ConditionType is the condition this package reports on an InferenceGateway.
-const ConditionType = "GatewayReady"
+// ConditionType is the condition this package reports on an
+// InferenceGateway; package gatewayready judges it.
+const ConditionType = gatewayready.ConditionType
 
-// Reasons for GatewayReady. The rollout reasons are the names of the rollout
-// rule's clauses (package rollout).
-const (
-	// ReasonReady: the gateway serves, and every pod that serves has the
-	// ext-proc sidecar.
-	ReasonReady = "Serving"
-
-	// ReasonClusterAlreadyHasGateway: another InferenceGateway serves on
-	// the same cluster (providerConfigName); this one composes nothing
-	// there.
-	ReasonClusterAlreadyHasGateway = "ClusterAlreadyHasGateway"
-
-	// ReasonWaitingForPreviousGateway: this InferenceGateway has won its
-	// cluster from one that composed it before (deleted, or being
-	// deleted), whose Objects are not all gone yet; it composes nothing
-	// there until they are.
-	ReasonWaitingForPreviousGateway = "WaitingForPreviousGateway"
-
-	// ReasonTLSSecretMissing: a TLS Secret named by spec.tls.certificateRefs
-	// is missing on the control plane, lacks tls.crt or tls.key, holds a
-	// key that is not its certificate's, or has not reached the gateway
-	// cluster yet, so the https listener cannot terminate TLS.
-	ReasonTLSSecretMissing = "TLSSecretMissing"
-
-	// ReasonCallerSecretsMissing: spec.auth is set but no callers' Secret
-	// that spec.auth.apiKey.secretSelector selects can be used, so the
-	// gateway denies every model request.
-	ReasonCallerSecretsMissing = "CallerSecretsMissing"
-
-	// ReasonNotProgrammed: the Gateway has no address yet.
-	ReasonNotProgrammed = "GatewayNotProgrammed"
-
-	// ReasonListenersNotProgrammed: a listener of the Gateway is not
-	// Programmed or its references are not resolved (a certificate or key
-	// that does not parse, or an expired certificate), or Envoy Gateway has not reported it for the Gateway's
-	// current generation yet: the model routes on it get no traffic.
-	ReasonListenersNotProgrammed = "ListenersNotProgrammed"
-
-	// ReasonAnchorNotAccepted: AI Gateway has not accepted the anchor route.
-	ReasonAnchorNotAccepted = "AnchorNotAccepted"
-
-	// ReasonClientPolicyNotAccepted: Envoy Gateway has not accepted the
-	// ClientTrafficPolicy, so bodies over its default 32 KiB buffer fail.
-	ReasonClientPolicyNotAccepted = "ClientPolicyNotAccepted"
-
-	// ReasonCallerAuthNotAccepted: the caller-auth SecurityPolicy is not
-	// in force yet, or Envoy Gateway rejected it (Modelplane's name).
-	ReasonCallerAuthNotAccepted = "CallerAuthNotAccepted"
-
-	// ReasonDeploymentNotObserved: the Envoy Deployment has not been seen,
-	// or the last look found it gone.
-	ReasonDeploymentNotObserved = "DeploymentNotObserved"
-
-	ReasonGenerationNotObserved = string(rollout.GenerationNotObserved)
-	ReasonExtProcMarkerMissing  = string(rollout.ExtProcMarkerMissing)
-	ReasonOldReplicasPresent    = string(rollout.OldReplicasPresent)
-	ReasonNoReplicaAvailable    = string(rollout.NoReplicaAvailable)
-)
+// ReasonClusterAlreadyHasGateway is GatewayReady's reason while another
+// InferenceGateway serves on the same cluster; the gateway composes nothing
+// there, and a ModelRoute on it says so rather than wait for it. Every
+// reason of GatewayReady is in package gatewayready.
+const ReasonClusterAlreadyHasGateway = gatewayready.ReasonClusterAlreadyHasGateway
 
 // Verdict is the gateway's readiness and why.
 type Verdict struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -30,12 +31,6 @@ const (
 	resourceClientCASecret    = "client-ca-secret"
 	resourceClientIssuer      = "client-issuer"
 )
-
-// ReasonClientCertificateNotReady says that spec.backendTLS.clientCertificate
-// is set and cert-manager has not issued the first certificate yet, or the
-// caSecretRef Secret is missing, incomplete or not on the gateway cluster
-// yet, so no backend that requires the certificate can be reached.
-const ReasonClientCertificateNotReady = "ClientCertificateNotReady"
 
 // requireClientCASecret names the requirement for the caSecretRef Secret.
 const requireClientCASecret = "client-ca-secret"
@@ -153,7 +148,7 @@ func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientC
 	o, ok := obs[resourceClientCertificate]
 	if !ok || !o.Live() {
 		if !out.issued {
-			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, syncNote(o, ok))
+			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, gatewayready.SyncNote(o, ok))
 		}
 		return nil
 	}
@@ -208,7 +203,7 @@ func quoteCondition(c *cmv1.CertificateCondition) string {
 // certificate is not issued: a backend that requires it cannot be reached.
 // A CA Secret that goes missing afterwards holds nothing (the certificate
 // issued serves), but its renewal will fail: a Warning says so.
-func (b builder) observeClientCert(e *evidence, obs map[string]remote.Observed, c *clientCert, now time.Time) error {
+func (b builder) observeClientCert(e *gatewayready.Evidence, obs map[string]remote.Observed, c *clientCert, now time.Time) error {
 	if c == nil {
 		return nil
 	}
@@ -227,19 +222,18 @@ func (b builder) observeClientCert(e *evidence, obs map[string]remote.Observed, 
 		}
 		switch {
 		case why != "" && !c.issued:
-			e.problems.Add(ReasonClientCertificateNotReady, why)
+			e.Problems.Add(gatewayready.ReasonClientCertificateNotReady, why)
 			return nil
 		case s.problem != "":
-			e.clientCertWarnings = append(e.clientCertWarnings, s.problem+"; the client certificate issued before serves, but cert-manager cannot renew it")
+			e.ClientCertWarnings = append(e.ClientCertWarnings, s.problem+"; the client certificate issued before serves, but cert-manager cannot renew it")
 		}
 	}
 	if c.problem != "" {
-		e.problems.Add(ReasonClientCertificateNotReady, c.problem)
+		e.Problems.Add(gatewayready.ReasonClientCertificateNotReady, c.problem)
 	}
 	if c.notice != "" {
-		e.notices = append(e.notices, c.notice)
+		e.Notices = append(e.Notices, c.notice)
 	}
-	e.backendTLS = b.envoyProxyBackendTLS(c)
 	return nil
 }
 

@@ -42,7 +42,7 @@ const (
 
 	// resourceFilterConfigSecret observes AI Gateway's filter-config
 	// Secret; composed only when the Input says the provider sanitizes
-	// Secrets (marker.go).
+	// Secrets (package gatewayready, marker.go).
 	resourceFilterConfigSecret = "filter-config-secret"
 
 	// ResourceTLSSecretPrefix, followed by the Secret's name, is a TLS
@@ -101,7 +101,7 @@ func (b builder) namespace() *remote.Object {
 // timeout a completion can finish in, pods spread across nodes and zones,
 // and a JSON access log; and, once the function has written it, its own
 // ext-proc marker as a pod annotation, with the value it was first written
-// with (marker.go; empty: none).
+// with (package gatewayready, marker.go; empty: none).
 func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) *remote.Object {
 	pod := &egv1a1.KubernetesPodSpec{TopologySpreadConstraints: b.spread()}
 	if marker != "" {
@@ -328,9 +328,10 @@ func (b builder) envoyDeployment(celQuery string) *remote.Object {
 
 // filterConfigSecret observes AI Gateway's filter-config Secret, the
 // evidence the function needs before it writes its own ext-proc marker
-// (marker.go). Observe only: the Secret is AI Gateway's, and deleting the
-// Object must never delete it (crossplane-runtime v2.4.0
-// pkg/reconciler/managed/policies.go, ShouldDelete). Not watched: a watch
+// (package gatewayready, marker.go). Observe only: the Secret is AI
+// Gateway's, and deleting the Object must never delete it
+// (crossplane-runtime v2.4.0 pkg/reconciler/managed/policies.go,
+// ShouldDelete). Not watched: a watch
 // would need list and watch on every Secret of the gateway cluster
 // (provider-kubernetes v1.3.1 informers.go starts a cluster-wide informer
 // per kind), and only the Secret's first appearance matters, which the

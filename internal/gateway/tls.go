@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -146,17 +147,17 @@ func parses(crtPEM, keyPEM []byte) bool {
 // on its way (a new version of a Secret whose copy was delivered before)
 // holds nothing: the https listener serves the version delivered before
 // until the new one arrives, so it is only a Normal notice.
-func (b builder) observeTLS(e *evidence, secrets []tlsSecret) {
+func (b builder) observeTLS(e *gatewayready.Evidence, secrets []tlsSecret) {
 	for _, s := range secrets {
 		switch {
 		case s.problem != "":
-			e.problems.Add(ReasonTLSSecretMissing, s.problem)
+			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, s.problem)
 		case !s.present:
-			e.problems.Add(ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
+			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
 		case !s.serving():
-			e.problems.Add(ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
+			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
 		case s.renewing():
-			e.notices = append(e.notices, fmt.Sprintf("a new version of the TLS Secret %q (resourceVersion %s) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion %s) until it arrives", s.name, s.version, s.copy.LiveVersion))
+			e.Notices = append(e.Notices, fmt.Sprintf("a new version of the TLS Secret %q (resourceVersion %s) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion %s) until it arrives", s.name, s.version, s.copy.LiveVersion))
 		}
 	}
 }

@@ -49,7 +49,7 @@ const (
 // get the sidecar from its webhook, so it never writes one, and the rule
 // would wait forever. The function then writes this key itself, through
 // the EnvoyProxy's pod annotations, once it has observed evidence that
-// every pod of the current template has the sidecar (package gateway,
+// every pod of the current template has the sidecar (package gatewayready,
 // marker.go). It is one more accepted marker of ExtProcMarkerMissing,
 // added by For whatever the Input lists, so the provider's celQuery and
 // the function agree on it too. AI Gateway v1.1.0 writes its

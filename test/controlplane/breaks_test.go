@@ -58,13 +58,13 @@ var breaks = []deliberateBreak{{
 	name: "ready-replicas",
 	what: "GatewayReady taken from the Deployment's readyReplicas reaching spec.replicas, the usual readiness check, instead of the rollout rule: " +
 		"ready old-template pods, which may lack the ext-proc sidecar, count",
-	file: "internal/gateway/ready.go",
+	file: "internal/gatewayready/evidence.go",
 	edits: []edit{{
-		old: "\te.rollout = v\n",
+		old: "\te.Rollout = v\n",
 		new: "\tswitch ready := d.Spec.Replicas != nil && d.Status.ReadyReplicas >= *d.Spec.Replicas; {\n" +
 			"\tcase ready:\n\t\tv = rollout.Verdict{Ready: true}\n" +
 			"\tcase v.Ready:\n\t\tv = rollout.Verdict{Failed: []rollout.Check{rollout.NoReplicaAvailable}}\n\t}\n" +
-			"\te.rollout = v\n",
+			"\te.Rollout = v\n",
 	}},
 	// Scenario 1, while AI Gateway's filter-config Secret is held: the
 	// first pods, without the sidecar, are ready, so readyReplicas

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
@@ -111,7 +112,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 			return s
 		}
 		msg := conditionMessage2(gw, gateway.ConditionType)
-		if conditionReason(gw, gateway.ConditionType) != gateway.ReasonCallerAuthNotAccepted || !strings.Contains(msg, "APIKeyAuth: duplicated API key") {
+		if conditionReason(gw, gateway.ConditionType) != gatewayready.ReasonCallerAuthNotAccepted || !strings.Contains(msg, "APIKeyAuth: duplicated API key") {
 			return fmt.Sprintf("GatewayReady %s: %s", conditionReason(gw, gateway.ConditionType), msg)
 		}
 		return ""
@@ -149,7 +150,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	}
 	sc.eventually(t, waitRoute, "GatewayReady=False, CallerSecretsMissing, and a deny-all policy", func(ctx context.Context) string {
 		gw := sc.gatewayXR(ctx)
-		if r := conditionReason(gw, gateway.ConditionType); r != gateway.ReasonCallerSecretsMissing {
+		if r := conditionReason(gw, gateway.ConditionType); r != gatewayready.ReasonCallerSecretsMissing {
 			return "GatewayReady reason " + r
 		}
 		p, err := sc.get(ctx, gvrEGSecurityPolicy, gatewayNS, names.CallerPolicy(gatewayXRName))

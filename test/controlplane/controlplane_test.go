@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -387,8 +388,8 @@ func (sc *scenarios) agree(t *testing.T) string {
 		}
 		objReady := conditionStatus(obj, "Ready") == "True"
 		gr, reason := conditionStatus(xr, gateway.ConditionType), conditionReason(xr, gateway.ConditionType)
-		if reason == gateway.ReasonNotProgrammed || reason == gateway.ReasonListenersNotProgrammed || reason == gateway.ReasonAnchorNotAccepted ||
-			reason == gateway.ReasonClientPolicyNotAccepted || reason == gateway.ReasonDeploymentNotObserved {
+		if reason == gatewayready.ReasonNotProgrammed || reason == gatewayready.ReasonListenersNotProgrammed || reason == gatewayready.ReasonAnchorNotAccepted ||
+			reason == gatewayready.ReasonClientPolicyNotAccepted || reason == gatewayready.ReasonDeploymentNotObserved {
 			return "GatewayReady waits on something other than the rollout: " + reason
 		}
 		v, err := sc.w.rule.Evaluate(manifest)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 )
 
@@ -462,8 +463,8 @@ func (w *world) onGateway(u *unstructured.Unstructured, now time.Time) {
 		return
 	}
 	w.tl.mark(tlGatewayReady, now)
-	if reason != gateway.ReasonReady {
-		w.violate("GatewayReady=True with reason %q, want %q", reason, gateway.ReasonReady)
+	if reason != gatewayready.ReasonReady {
+		w.violate("GatewayReady=True with reason %q, want %q", reason, gatewayready.ReasonReady)
 	}
 	r, ok, _ := unstructured.NestedMap(u.Object, "status", "rollout")
 	if ok && int64At(r, "observedGeneration") >= int64At(r, "generation") &&

@@ -470,7 +470,7 @@ func (sc *scenarios) holdFilterConfigSecret(t *testing.T) (release func()) {
 
 // heldPastSettle is how long scenario 1 keeps the filter-config Secret
 // held after the first Envoy pods' rollout completed: past the function's
-// 15 s marker settle time (internal/gateway marker.go), with a margin for
+// 15 s marker settle time (internal/gatewayready marker.go), with a margin for
 // the reconciles that would have written it.
 const heldPastSettle = 30 * time.Second
 

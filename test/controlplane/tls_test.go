@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
@@ -282,7 +283,7 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 	mismatched := selfSigned(t, tlsHostname, now.Add(-time.Hour), now.Add(24*time.Hour))
 	mismatched.keyPEM = other.keyPEM
 	sc.putTLSSecret(t, "mismatched", mismatched)
-	sc.gatewayFalse(t, "the mismatched pair", gateway.ReasonTLSSecretMissing, "is not the key of the certificate")
+	sc.gatewayFalse(t, "the mismatched pair", gatewayready.ReasonTLSSecretMissing, "is not the key of the certificate")
 	if s := sc.copyHoldsCert(sc.ctx, good); s != "" {
 		t.Errorf("the mismatched pair was copied to the gateway cluster: %s", s)
 	}
@@ -305,7 +306,7 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 	// 2. A certificate Envoy Gateway rejects: one that has expired.
 	expired := selfSigned(t, tlsHostname, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
 	sc.putTLSSecret(t, "expired", expired)
-	sc.gatewayFalse(t, "the expired certificate", gateway.ReasonListenersNotProgrammed, "has expired")
+	sc.gatewayFalse(t, "the expired certificate", gatewayready.ReasonListenersNotProgrammed, "has expired")
 	conds, msgs, _ := sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
 	if conds["Programmed"] != "False (Invalid)" || conds["ResolvedRefs"] != "False (InvalidCertificateRef)" {
 		t.Errorf("Envoy Gateway reports the https listener with the expired certificate as %v; want Programmed=False (Invalid), ResolvedRefs=False (InvalidCertificateRef)", conds)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
@@ -63,7 +64,7 @@ func (sc *scenarios) watchesOff(t *testing.T) {
 			sc.patchGateway(t, `{"spec":{"auth":null}}`)
 		}
 	}()
-	sc.gatewayFalse(t, "a spec.auth that selects no Secret", gateway.ReasonCallerSecretsMissing, "")
+	sc.gatewayFalse(t, "a spec.auth that selects no Secret", gatewayready.ReasonCallerSecretsMissing, "")
 	// The route hears of it at its TTL: its Objects do not change.
 	sc.eventually(t, waitRoute, "RoutingReady=False (GatewayStatusStale) naming --enable-watches", func(ctx context.Context) string {
 		u := sc.routeXR(ctx)
@@ -71,7 +72,7 @@ func (sc *scenarios) watchesOff(t *testing.T) {
 		if st, rs := conditionStatus(u, route.ConditionType), conditionReason(u, route.ConditionType); st != "False" || rs != route.ReasonGatewayStatusStale {
 			return fmt.Sprintf("RoutingReady=%s (%s): %s", st, rs, msg)
 		}
-		if !strings.Contains(msg, "--enable-watches") || !strings.Contains(msg, gateway.ReasonCallerSecretsMissing) {
+		if !strings.Contains(msg, "--enable-watches") || !strings.Contains(msg, gatewayready.ReasonCallerSecretsMissing) {
 			return "the message names neither --enable-watches nor the gateway's reason: " + msg
 		}
 		return ""

@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/modelplaneai/function-inference-gateway/internal/gateway"
+import (
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
+)
 
 // rule is a readiness rule for the Envoy rollout.
 type rule int
@@ -38,7 +41,7 @@ func (w *world) applyRule(x *xr) {
 	}
 	c := x.conditions["GatewayReady"]
 	switch c.reason {
-	case gateway.ReasonNotProgrammed, gateway.ReasonAnchorNotAccepted, gateway.ReasonClientPolicyNotAccepted, gateway.ReasonDeploymentNotObserved:
+	case gatewayready.ReasonNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonDeploymentNotObserved:
 		return
 	}
 	o := w.objects[x.key()+"/"+gateway.ResourceEnvoyDeployment]

@@ -184,8 +184,8 @@ type Rollout struct {
 }
 
 // MarkerStatus is the function's record, in the InferenceGateway's status,
-// of the rollout it may write its own ext-proc marker for (internal/gateway
-// marker.go says why and when).
+// of the rollout it may write its own ext-proc marker for
+// (internal/gatewayready marker.go says why and when).
 type MarkerStatus struct {
 	// It is also the value of the marker the function writes for that
 	// rollout, so that two reconciles never write two values, each of

@@ -1,4 +1,4 @@
-package gateway
+package gatewayready
 
 import (
 	"fmt"
@@ -94,9 +94,9 @@ const markerSettle = 15 * time.Second
 // reason stay (util/deployment_util.go).
 const reasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
 
-// recordedMarker reads the function's record from the observed composite;
+// RecordedMarker reads the function's record from the observed composite;
 // an unreadable one reads as none, which only restarts the settle time.
-func recordedMarker(xr map[string]any) *v1alpha1.MarkerStatus {
+func RecordedMarker(xr map[string]any) *v1alpha1.MarkerStatus {
 	m, _, _ := unstructured.NestedStringMap(xr, "status", "extProcMarker")
 	if m["rolloutCompleted"] == "" || m["firstSeen"] == "" {
 		return nil
@@ -104,26 +104,26 @@ func recordedMarker(xr map[string]any) *v1alpha1.MarkerStatus {
 	return &v1alpha1.MarkerStatus{RolloutCompleted: m["rolloutCompleted"], FirstSeen: m["firstSeen"]}
 }
 
-// ownMarker is what the function does with its marker in this reconcile.
-type ownMarker struct {
-	// value is the marker to compose on the EnvoyProxy: the one composed
+// Marker is what the function does with its marker in this reconcile.
+type Marker struct {
+	// Value is the marker to compose on the EnvoyProxy: the one composed
 	// before, or the completed rollout's time when written in this
 	// reconcile; empty for none.
-	value string
-	// written: the function decided to write it in this reconcile.
-	written bool
-	// due is when the function will write it, if nothing else changes and
+	Value string
+	// Written: the function decided to write it in this reconcile.
+	Written bool
+	// Due is when the function will write it, if nothing else changes and
 	// AI Gateway writes no marker; zero when it is not in sight.
-	due time.Time
+	Due time.Time
 	// since is when the Deployment's rollout completed (the Progressing
 	// condition's lastUpdateTime), when it says so.
 	since time.Time
 	// firstSeen is when the function first saw the rollout complete with
 	// every other condition met.
 	firstSeen time.Time
-	// record goes into the composite's status while the marker is in
+	// Record goes into the composite's status while the marker is in
 	// sight, so that the next reconcile keeps counting from firstSeen.
-	record *v1alpha1.MarkerStatus
+	Record *v1alpha1.MarkerStatus
 	// blockers say what else the function waits for before it writes it.
 	blockers []string
 	// unverifiable: all else holds, but the function cannot observe AI
@@ -137,16 +137,16 @@ type ownMarker struct {
 // should both lack it, the live Envoy Deployment's template (only the
 // function writes that key, through the EnvoyProxy). A bad or missing
 // observation of one leaves the others; the value is taken as it is.
-func carriedMarker(obs map[string]remote.Observed) string {
+func (g Gateway) carriedMarker(obs map[string]remote.Observed) string {
 	path := []string{"spec", "provider", "kubernetes", "envoyDeployment", "pod", "annotations", rollout.VerifiedMarker}
-	if ep, ok := obs[resourceEnvoyProxy]; ok {
+	if ep, ok := obs[g.Resources.EnvoyProxy]; ok {
 		for _, m := range []map[string]any{ep.Applied(), ep.Manifest()} {
 			if v, _, _ := unstructured.NestedString(m, path...); v != "" {
 				return v
 			}
 		}
 	}
-	if dep, ok := obs[ResourceEnvoyDeployment]; ok {
+	if dep, ok := obs[g.Resources.EnvoyDeployment]; ok {
 		v, _, _ := unstructured.NestedString(dep.Manifest(), "spec", "template", "metadata", "annotations", rollout.VerifiedMarker)
 		return v
 	}
@@ -156,9 +156,9 @@ func carriedMarker(obs map[string]remote.Observed) string {
 // planMarker decides, from the evidence of this reconcile and the record
 // of earlier ones, whether the function writes its marker now, and
 // otherwise when it would.
-func planMarker(e *evidence, carried string, rec *v1alpha1.MarkerStatus, now time.Time) ownMarker {
+func planMarker(e *Evidence, carried string, rec *v1alpha1.MarkerStatus, now time.Time) Marker {
 	if carried != "" {
-		return ownMarker{value: carried}
+		return Marker{Value: carried}
 	}
 	m := markerEvidence(e)
 	if len(m.blockers) > 0 || m.since.IsZero() || m.unverifiable {
@@ -176,21 +176,21 @@ func planMarker(e *evidence, carried string, rec *v1alpha1.MarkerStatus, now tim
 			m.firstSeen = t.UTC()
 		}
 	}
-	m.record = &v1alpha1.MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
+	m.Record = &v1alpha1.MarkerStatus{RolloutCompleted: completed, FirstSeen: m.firstSeen.Format(time.RFC3339)}
 	if now.Sub(m.firstSeen) >= markerSettle {
-		m.value, m.written = completed, true
+		m.Value, m.Written = completed, true
 		return m
 	}
-	m.due = m.firstSeen.Add(markerSettle)
+	m.Due = m.firstSeen.Add(markerSettle)
 	return m
 }
 
 // markerEvidence reads, from this reconcile's evidence, when the rollout
 // completed and what else the function's marker waits for.
-func markerEvidence(e *evidence) ownMarker {
-	var m ownMarker
-	d := e.deployment
-	if d == nil || !markerOnlyMissing(e.rollout) {
+func markerEvidence(e *Evidence) Marker {
+	var m Marker
+	d := e.Deployment
+	if d == nil || !markerOnlyMissing(e.Rollout) {
 		m.blockers = append(m.blockers, "every other clause of the rollout rule holds")
 	}
 	if d != nil {
@@ -203,7 +203,7 @@ func markerEvidence(e *evidence) ownMarker {
 			m.since = c.LastUpdateTime.UTC()
 		}
 	}
-	if !e.anchorAccepted {
+	if !e.AnchorAccepted {
 		m.blockers = append(m.blockers, "the anchor route is accepted")
 	}
 	switch fc := e.filterConfig; {
@@ -232,23 +232,23 @@ func progressing(d *appsv1.Deployment) *appsv1.DeploymentCondition {
 
 // markerMessage is GatewayReady's message while ExtProcMarkerMissing:
 // what is awaited, and when the function rolls the Envoy pods itself.
-func (b builder) markerMessage(m ownMarker, markers []string) string {
-	ep := b.in.GatewayName
-	if m.value != "" && !m.written {
+func (g Gateway) markerMessage(m Marker, markers []string) string {
+	ep := g.In.GatewayName
+	if m.Value != "" && !m.Written {
 		return fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet, and Envoy Gateway has not yet copied the function's own marker %s=%s from the EnvoyProxy %q into it; the Envoy pods roll once it has",
-			strings.Join(markers, ", "), rollout.VerifiedMarker, m.value, ep)
+			strings.Join(markers, ", "), rollout.VerifiedMarker, m.Value, ep)
 	}
 	awaited := fmt.Sprintf("the Envoy pod template has none of the ext-proc markers %s yet; AI Gateway v1.1.0 writes its extproc-config-hash within seconds of a route attaching, v1.0.0 its uuid only when it changes the sidecar", strings.Join(markers, ", "))
 	switch {
-	case m.written:
+	case m.Written:
 		return fmt.Sprintf("%s. AI Gateway wrote none in the %s since the function saw the Deployment's rollout complete (at %s) with its filter-config Secret present, so the function has set its own marker %s=%s on the EnvoyProxy %q; Envoy Gateway rolls the Envoy pods with it once",
-			awaited, markerSettle, m.since.Format(time.RFC3339), rollout.VerifiedMarker, m.value, ep)
-	case !m.due.IsZero():
+			awaited, markerSettle, m.since.Format(time.RFC3339), rollout.VerifiedMarker, m.Value, ep)
+	case !m.Due.IsZero():
 		return fmt.Sprintf("%s. If AI Gateway writes no marker, the function will roll the Envoy pods itself at %s, setting its own marker %s on the EnvoyProxy %q (%s after it first saw the Deployment's rollout, completed at %s, with AI Gateway's filter-config Secret present)",
-			awaited, m.due.Format(time.RFC3339), rollout.VerifiedMarker, ep, markerSettle, m.since.Format(time.RFC3339))
+			awaited, m.Due.Format(time.RFC3339), rollout.VerifiedMarker, ep, markerSettle, m.since.Format(time.RFC3339))
 	case m.unverifiable && len(m.blockers) == 0:
 		return fmt.Sprintf("%s. On AI Gateway v1.0.0 a gateway whose first Envoy pods already had the sidecar never gets a marker. The function would then write its own (%s), but only on evidence that AI Gateway's filter-config Secret %q exists in %q, without which new pods get no sidecar; that Secret holds the backends' API keys, so the function observes it only when provider-kubernetes runs with --sanitize-secrets. Run the provider with --sanitize-secrets and set the function Input's providerSanitizesSecrets: true, or upgrade AI Gateway to v1.1.0 or later",
-			awaited, rollout.VerifiedMarker, names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName), b.in.EnvoyGatewayNamespace)
+			awaited, rollout.VerifiedMarker, names.FilterConfigSecret(g.In.GatewayNamespace, g.In.GatewayName), g.In.EnvoyGatewayNamespace)
 	case m.unverifiable:
 		return fmt.Sprintf("%s. The function does not write its own marker %s: it cannot observe AI Gateway's filter-config Secret unless provider-kubernetes runs with --sanitize-secrets and the function Input sets providerSanitizesSecrets: true",
 			awaited, rollout.VerifiedMarker)
@@ -257,10 +257,10 @@ func (b builder) markerMessage(m ownMarker, markers []string) string {
 		awaited, rollout.VerifiedMarker, ep, markerSettle, strings.Join(m.blockers, " and "))
 }
 
-// markerNotice is the Normal result of the reconcile that writes the
+// MarkerNotice is the Normal result of the reconcile that writes the
 // function's marker: which Deployment, and why.
-func (b builder) markerNotice(m ownMarker) string {
+func (g Gateway) MarkerNotice(m Marker) string {
 	return fmt.Sprintf("the function set its own ext-proc marker %s=%s on the EnvoyProxy %q, which rolls the Envoy Deployment %q once: the Deployment completed its rollout at %s with the anchor AIGatewayRoute %q accepted and AI Gateway's filter-config Secret %q present, and AI Gateway wrote no ext-proc marker on its pod template in the %s since the function first saw that (v1.0.0 writes one only when the pods' sidecar state disagrees with its routes). The new pods are created after AI Gateway accepted the anchor and created its filter-config Secret, so its webhook gives each of them the sidecar",
-		rollout.VerifiedMarker, m.value, b.in.GatewayName, names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), m.since.Format(time.RFC3339), names.AnchorRoute(b.in.GatewayName),
-		names.FilterConfigSecret(b.in.GatewayNamespace, b.in.GatewayName), markerSettle)
+		rollout.VerifiedMarker, m.Value, g.In.GatewayName, names.EnvoyDeployment(g.In.GatewayNamespace, g.In.GatewayName), m.since.Format(time.RFC3339), names.AnchorRoute(g.In.GatewayName),
+		names.FilterConfigSecret(g.In.GatewayNamespace, g.In.GatewayName), markerSettle)
 }

@@ -1,4 +1,4 @@
-package gateway
+package gatewayready
 
 import (
 	"testing"
@@ -38,9 +38,9 @@ func TestRequeueAfterWaitsForPerson(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			since := metav1.NewTime(now.Add(-tc.spell))
-			got := requeueAfter(req, compose.Condition{Type: ConditionType, Reason: tc.reason}, &since, time.Time{})
+			got := RequeueAfter(req, compose.Condition{Type: ConditionType, Reason: tc.reason}, &since, time.Time{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("requeueAfter(%s, spell %s): -want, +got:\n%s", tc.reason, tc.spell, diff)
+				t.Errorf("RequeueAfter(%s, spell %s): -want, +got:\n%s", tc.reason, tc.spell, diff)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package gateway
+package gatewayready
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 )
 
-// requeueAfter is how soon the gateway should be reconciled again, or 0 to
+// RequeueAfter is how soon the gateway should be reconciled again, or 0 to
 // leave it to the caller. While GatewayReady is False it backs off from a
 // second (compose.Backoff), measured from since, the start of the
 // not-ready spell the function records (compose.NotReadySince): the end
@@ -28,7 +28,7 @@ import (
 // ext-proc marker (marker.go): the gateway is reconciled again no later
 // than that, whatever the back-off says, since no watch event may come
 // to wake it.
-func requeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, markerDue time.Time) time.Duration {
+func RequeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, markerDue time.Time) time.Duration {
 	now := req.Now
 	var d time.Duration
 	switch {
