@@ -37,29 +37,41 @@ func (floor) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1
 	return response.To(req, response.DefaultTTL), nil
 }
 
+// echo returns a response it was given, whatever the request: the
+// function's own response to the benchmark's request, computed once. Fed
+// the same request, it costs what the protocol costs for the function's
+// exchange (the request and the function's response encoded, sent and
+// decoded) without composing anything, so function/echo is what composing
+// adds, and echo/floor what the response's bytes cost.
+type echo struct {
+	fnv1.UnimplementedFunctionRunnerServiceServer
+	rsp *fnv1.RunFunctionResponse
+}
+
+func (e echo) RunFunction(context.Context, *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	return e.rsp, nil
+}
+
 // BenchmarkGRPC measures one RunFunction call over loopback gRPC to this
 // function, served by function-sdk-go's Serve as cmd/function serves it,
-// and to the protocol floor fed the same request: a rolled-out
+// to the protocol floor, and to echo of the function's response, each fed
+// the same request: a rolled-out
 // InferenceGateway's (12 composed resources observed) and a ready ModelRoute
 // of v1alpha1.MaxBackends backends (68). Each server runs on each request
 // grpcReps times, alternating (rep=N; benchstat -ignore /rep pools them),
 // and reports the median call (p50-ns/op) beside the mean, and the CPU
 // time per call of the whole process, client and server (cpu-ns/op), which
 // varies less on a shared machine; a last line per request gives the
-// function/floor ratios of the medians of the reps' figures.
+// function/floor and function/echo ratios of the medians of the reps'
+// figures.
 // Run it with -count 1 (make bench-grpc).
 //
 // Both are served without mTLS and without the SDK's metrics interceptor,
 // which cmd/function has: each costs the two servers the same per call or
 // per byte, so leaving them out makes the ratio no smaller.
 func BenchmarkGRPC(b *testing.B) {
-	servers := []struct {
-		name string
-		srv  fnv1.FunctionRunnerServiceServer
-	}{
-		{"function", New(logging.NewNopLogger())},
-		{"floor", floor{}},
-	}
+	f := New(logging.NewNopLogger())
+	servers := []string{"function", "floor", "echo"}
 	requests := []struct {
 		name string
 		req  *fnv1.RunFunctionRequest
@@ -67,9 +79,20 @@ func BenchmarkGRPC(b *testing.B) {
 		{"InferenceGateway", newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil)},
 		{fmt.Sprintf("ModelRoute-%d", v1alpha1.MaxBackends), routeRequest(b, v1alpha1.MaxBackends)},
 	}
-	clients := map[string]fnv1.FunctionRunnerServiceClient{}
-	for _, s := range servers {
-		clients[s.name] = serveLoopback(b, s.srv)
+	fc, flc := serveLoopback(b, f), serveLoopback(b, floor{})
+	// clients[request][server]; echo is a server per request.
+	clients := map[string]map[string]fnv1.FunctionRunnerServiceClient{}
+	responseSize := map[string]int{}
+	for _, r := range requests {
+		// On a copy: response.To shares the request's desired state with
+		// the response (function-sdk-go response.To), so composing fills
+		// in the request it was given.
+		rsp, err := f.RunFunction(b.Context(), proto.CloneOf(r.req))
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[r.name] = map[string]fnv1.FunctionRunnerServiceClient{"function": fc, "floor": flc, "echo": serveLoopback(b, echo{rsp: rsp})}
+		responseSize[r.name] = proto.Size(rsp)
 	}
 	// p50s[request][server] holds each rep's median call, cpus its CPU
 	// time per call.
@@ -81,27 +104,33 @@ func BenchmarkGRPC(b *testing.B) {
 			}
 			for _, s := range servers {
 				var p50, cpu time.Duration // the last run's, if testing runs the function twice
-				if b.Run(fmt.Sprintf("rep=%d/request=%s/server=%s", rep, r.name, s.name), func(b *testing.B) {
-					p50, cpu = callLoop(b, clients[s.name], r.req)
+				if b.Run(fmt.Sprintf("rep=%d/request=%s/server=%s", rep, r.name, s), func(b *testing.B) {
+					p50, cpu = callLoop(b, clients[r.name][s], r.req)
 				}) && p50 > 0 {
-					p50s[r.name][s.name] = append(p50s[r.name][s.name], p50)
-					cpus[r.name][s.name] = append(cpus[r.name][s.name], cpu)
+					p50s[r.name][s] = append(p50s[r.name][s], p50)
+					cpus[r.name][s] = append(cpus[r.name][s], cpu)
 				}
 			}
 		}
 	}
 	for _, r := range requests {
-		fn, fl := median(p50s[r.name]["function"]), median(p50s[r.name]["floor"])
-		if fn == 0 || fl == 0 {
+		p, c := map[string]time.Duration{}, map[string]time.Duration{}
+		for _, s := range servers {
+			p[s], c[s] = median(p50s[r.name][s]), median(cpus[r.name][s])
+		}
+		if p["function"] == 0 || p["floor"] == 0 || p["echo"] == 0 {
 			continue // filtered out by -bench
 		}
+		ratio := func(m map[string]time.Duration, a, b string) float64 { return float64(m[a]) / float64(max(m[b], 1)) }
+		round := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
 		// Printed, not logged: a benchmark's log shows only with -v.
 		// benchstat skips lines that are not results.
-		fc, flc := median(cpus[r.name]["function"]), median(cpus[r.name]["floor"])
-		fmt.Printf("# %s, a request of %d KB, %d observed resources, medians of %d reps: p50 function %v, floor %v, function/floor %.2f; CPU per call function %v, floor %v, function/floor %.2f\n",
-			r.name, proto.Size(r.req)/1024, len(r.req.GetObserved().GetResources()), len(p50s[r.name]["function"]),
-			fn.Round(10*time.Microsecond), fl.Round(10*time.Microsecond), float64(fn)/float64(fl),
-			fc.Round(10*time.Microsecond), flc.Round(10*time.Microsecond), float64(fc)/float64(max(flc, 1)))
+		fmt.Printf("# %s, a request of %d KB, %d observed resources, a response of %d KB, medians of %d reps: "+
+			"p50 function %v, floor %v, echo %v, function/floor %.2f, function/echo %.2f; "+
+			"CPU per call function %v, floor %v, echo %v, function/floor %.2f, function/echo %.2f\n",
+			r.name, proto.Size(r.req)/1024, len(r.req.GetObserved().GetResources()), responseSize[r.name]/1024, len(p50s[r.name]["function"]),
+			round(p["function"]), round(p["floor"]), round(p["echo"]), ratio(p, "function", "floor"), ratio(p, "function", "echo"),
+			round(c["function"]), round(c["floor"]), round(c["echo"]), ratio(c, "function", "floor"), ratio(c, "function", "echo"))
 	}
 }
 
