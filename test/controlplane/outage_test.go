@@ -245,6 +245,9 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 		for _, s := range f.stale {
 			longest = max(longest, s.lasted)
 		}
+		if len(names) <= 3 {
+			t.Logf("ModelRoute %s: %s", n, f)
+		}
 		if ps := f.problems(held, staleFalseBound); len(ps) > 0 {
 			t.Errorf("ModelRoute %s, for GatewayReady=False from %s for %s: %s", n, gf.Format("15:04:05.000"), gr.Sub(gf).Round(time.Millisecond), strings.Join(ps, "; "))
 		}
@@ -287,4 +290,16 @@ func (sc *scenarios) recordedGateway(t *testing.T, from time.Time, status string
 		return ""
 	})
 	return at
+}
+
+// String renders what the route did in the outage, for a log line.
+func (f routeFollow) String() string {
+	if !f.wentDown {
+		return fmt.Sprintf("never went RoutingReady=False; %d stale Falses", len(f.stale))
+	}
+	up := "is not RoutingReady=True again"
+	if f.cameUp {
+		up = fmt.Sprintf("RoutingReady=True %s after GatewayReady was", f.up.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("RoutingReady=False %s after GatewayReady, %s; %d stale Falses", f.down.Round(time.Millisecond), up, len(f.stale))
 }
