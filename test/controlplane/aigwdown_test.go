@@ -27,7 +27,8 @@ const downRoute = "while-aigw-down"
 // update is skipped and the previous state kept), and it generates the
 // model's HTTPRoute, so nothing of the new route reaches Envoy: its RoutingReady
 // must say False, with the reason and a message that point at AI Gateway,
-// while the routes that served keep serving. Started again, AI Gateway
+// while the routes that served keep serving (the serving route
+// RoutingReady=True throughout, by its recorded transitions). Started again, AI Gateway
 // catches up, and the route becomes RoutingReady and appears in the xDS.
 func (sc *scenarios) aiGatewayDown(t *testing.T) {
 	c, s := sc.c, sc.s
@@ -101,6 +102,17 @@ func (sc *scenarios) aiGatewayDown(t *testing.T) {
 		return wantCondition(u, route.ConditionType, "True")
 	})
 	t.Logf("scenario 5g: RoutingReady=True %s after AI Gateway started again", time.Since(started).Round(100*time.Millisecond))
+	// The serving route, by every change the world recorded, not only by
+	// the polls above: a False between two polls would be an outage of a
+	// model that AI Gateway's absence does not touch.
+	if msg := trueThroughout(sc.w.routeTransitions(teamControlNS, routeName), stopped, started); msg != "" {
+		t.Errorf("the serving ModelRoute %s did not stay RoutingReady=True while AI Gateway was stopped: %s", serving, msg)
+	}
+	if ts := since(sc.w.routeTransitions(teamControlNS, routeName), stopped); len(ts) > 0 {
+		t.Logf("scenario 5g: the serving ModelRoute's RoutingReady transitions from AI Gateway's stop until the new route routed:\n%s", formatTransitions(stopped, ts))
+	} else {
+		t.Logf("scenario 5g: the serving ModelRoute's RoutingReady did not change from AI Gateway's stop until the new route routed")
+	}
 	sc.readXDS(t, "scenario-5g-up", all(
 		checkFailover(model, []int64{0}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),
 		func(d xdsDump) string {

@@ -592,8 +592,11 @@ func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
 // templateChange is scenario 3: AI Gateway's ext-proc inputs change (an
 // upgrade), so it writes a new marker value into the pod template and the
 // Deployment controller rolls. While the controller's own counters show
-// old-template pods, GatewayReady must be False; after, True. Nothing the
-// ModelRoute composed is deleted.
+// old-template pods, GatewayReady must be False; after, True. The new
+// pods are held until the route has followed the gateway down, for
+// outageHold at least; the route must come back after, and a stale False
+// must end within staleFalseBound (checkFollow). Nothing the ModelRoute
+// composed is deleted.
 func (sc *scenarios) templateChange(t *testing.T) {
 	s := sc.s
 	before := markerWrites(sc.w.markerChanges(), aigwUUID)
@@ -630,6 +633,10 @@ func (sc *scenarios) templateChange(t *testing.T) {
 	t.Logf("during the rollout: GatewayReady=%s (%s): %v; status.rollout %v", conditionStatus(xr, gateway.ConditionType),
 		conditionReason(xr, gateway.ConditionType), condition(xr, gateway.ConditionType)["message"], ro)
 
+	// Held long enough that the route must follow the gateway down
+	// (holdOutage).
+	gf := sc.recordedGateway(t, start.at, "False")
+	sc.holdOutage(t, []string{routeName}, gf)
 	released := time.Now()
 	s.kubelet.setHold(false)
 	sc.eventually(t, waitSettle, "the rollout to finish", func(ctx context.Context) string {
@@ -649,10 +656,15 @@ func (sc *scenarios) templateChange(t *testing.T) {
 		t.Errorf("settled GatewayReady=%s after the rollout, want True", st)
 	}
 	sc.podsHaveSidecar(t, upgraded)
-	// RoutingReady may have followed the gateway down; it comes back.
+	// RoutingReady followed the gateway down; it comes back.
 	sc.eventually(t, waitRoute, "RoutingReady=True again", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
+	gr := sc.recordedGateway(t, gf, "True")
+	if gr.Before(released) {
+		t.Errorf("GatewayReady=True %s before the held pods were released", released.Sub(gr).Round(time.Millisecond))
+	}
+	sc.checkFollow(t, "scenario-3", []string{routeName}, gf, gr, true)
 	end, err := sc.c.countRequests(sc.ctx)
 	must(t, err)
 	sc.recordRollout(t, "scenario-3", start, released, end)

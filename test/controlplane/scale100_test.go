@@ -24,9 +24,12 @@ const (
 
 // TestScale100 puts 100 ModelRoutes, each of an in-cluster backend and a
 // keyed hosted one in two priority tiers, on one InferenceGateway, then
-// rolls the gateway's Envoy pods and records, under "scale-100" in
-// $CONTROLPLANE_TIMELINE, how long the last route took to be RoutingReady
-// again after GatewayReady, and the API server's writes at rest and
+// rolls the gateway's Envoy pods, holding the new ones as scenario 7 does
+// (followRollout: every route must follow the held outage down and back
+// up, and no stale False may outlive staleFalseBound), and records, under
+// "scale-100" in $CONTROLPLANE_TIMELINE, how long the gateway was not
+// ready, how long the last route took to be RoutingReady again after
+// GatewayReady, the stale Falses, and the API server's writes at rest and
 // during the rollout, by client. It starts its own control plane: the
 // scenarios of TestControlPlane run on one gateway of a few routes, and
 // this load would slow every one of them. make controlplane-scale runs it.
