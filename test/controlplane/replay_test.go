@@ -114,8 +114,8 @@ func replayed(u *unstructured.Unstructured, condType string) bool {
 	}
 	applierAlone := false
 	for _, field := range conditionFields {
-		if os := owners[field]; len(os) == 1 {
-			if os[0] != xrStatusApplier+"/"+string(metav1.ManagedFieldsOperationApply) {
+		if ms := owners[field]; len(ms) == 1 {
+			if ms[0] != xrStatusApplier+"/"+string(metav1.ManagedFieldsOperationApply) {
 				return false
 			}
 			applierAlone = true
@@ -177,6 +177,7 @@ func (w *world) promoteLocked(now time.Time) {
 		r.over, r.stood = now.Sub(p.tr.at), true
 		delete(w.pending, key)
 		w.byRoute[key] = append(w.byRoute[key], p.tr)
+		delete(w.sidecar.replayedTrue, key)
 		if key == teamControlNS+"/"+routeName && p.tr.status == "True" {
 			w.tl.mark(tlRoutingReady, p.tr.at)
 		}
