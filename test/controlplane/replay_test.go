@@ -55,9 +55,10 @@ var conditionFields = []string{"status", "reason", "message", "lastTransitionTim
 // reconcile's update: the function said it again (a reconcile that starts
 // from a stale cache hands the function stale inputs too, and the function
 // computes the stale verdict again), so it is the function's verdict,
-// judged like any other from its first sighting on. Crossplane's requeue
-// after an event is longer than this bound, so a wrong verdict that lasts
-// one requeue is judged.
+// judged like any other from its first sighting on. The bound is that of
+// the apply-to-update gap, not of a requeue: a grace as long as the
+// function's TTL would let a wrong verdict that lasts until the next
+// reconcile go unjudged.
 const replayBound = time.Second
 
 // replay is one condition Crossplane's apply wrote back.
