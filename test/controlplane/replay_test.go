@@ -54,8 +54,10 @@ var conditionFields = []string{"status", "reason", "message", "lastTransitionTim
 // another controller. A condition that stands longer was not undone by its
 // reconcile's update: the function said it again (a reconcile that starts
 // from a stale cache hands the function stale inputs too, and the function
-// computes the stale verdict again), so it is the function's verdict,
-// judged like any other from its first sighting on. The bound is that of
+// computes the stale verdict again), or the update failed and the XR kept
+// it until a later reconcile. Either way it stood as the XR's condition
+// longer than any replay, so it is judged as the function's verdict, like
+// any other from its first sighting on. The bound is that of
 // the apply-to-update gap, not of a requeue: a grace as long as the
 // function's TTL would let a wrong verdict that lasts until the next
 // reconcile go unjudged.
