@@ -194,7 +194,7 @@ func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, 
 	w := &world{tb: tb, c: c, rule: rule, teamNS: teamNS, tl: &timeline{},
 		watchers: map[schema.GroupVersionResource]*watcher{}, synced: map[string][]transition{}, leaked: map[string]bool{},
 		events: map[string]int{}, byRoute: map[string][]transition{}, pending: map[string]*pendingReplay{}, sidecar: sidecarState{
-			pods: map[string]*corev1.Pod{}, routingReady: map[string]bool{}, reported: map[string]bool{},
+			pods: map[string]*corev1.Pod{}, routingReady: map[string]bool{}, replayedTrue: map[string]bool{}, reported: map[string]bool{},
 		}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -266,7 +266,7 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	d := deletion{at: time.Now(), resource: gvr.Resource, namespace: u.GetNamespace(), name: u.GetName()}
 	if gvr == gvrModelRoute {
 		w.mu.Lock()
-		delete(w.sidecar.routingReady, u.GetNamespace()+"/"+u.GetName())
+		w.routeDeletedLocked(u.GetNamespace()+"/"+u.GetName(), d.at)
 		w.mu.Unlock()
 	}
 	if !w.relevant(gvr, u) {
@@ -491,23 +491,21 @@ func (w *world) clearSuspect() {
 }
 
 // onRoute records RoutingReady transitions; not one Crossplane replayed
-// from its cache (replay_test.go).
+// from its cache, unless it stands (replay_test.go). The sidecar invariant
+// takes the condition as the watch shows it, replays included.
 func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, "RoutingReady"), conditionReason(u, "RoutingReady")
 	msg, _ := condition(u, "RoutingReady")["message"].(string)
 	cur := transition{at: now, status: st, reason: reason, message: msg}
 	k := u.GetNamespace() + "/" + u.GetName()
 	w.mu.Lock()
-	verdict, record := w.judgeLocked(k, "RoutingReady", lastOf(w.byRoute[k]), &cur, u, now)
-	if record {
-		w.byRoute[k] = append(w.byRoute[k], cur)
-	}
-	if verdict {
-		w.sidecar.routingReady[k] = cur.status == "True"
-	}
-	w.mu.Unlock()
-	if verdict && cur.status == "True" && u.GetNamespace() == teamControlNS && u.GetName() == routeName {
-		w.tl.mark(tlRoutingReady, cur.at)
+	defer w.mu.Unlock()
+	pending := w.judgeLocked(k, "RoutingReady", cur, u, now)
+	w.sidecar.routingReady[k] = st == "True"
+	w.sidecar.replayedTrue[k] = pending && st == "True"
+	w.sidecar.everTrue = w.sidecar.everTrue || st == "True"
+	if last := lastOf(w.byRoute[k]); last != nil && last.status == "True" && k == teamControlNS+"/"+routeName {
+		w.tl.mark(tlRoutingReady, last.at)
 	}
 }
 

@@ -23,6 +23,17 @@ import (
 // are the real API server's, their sidecars put there by AI Gateway's real
 // webhook; only their readiness comes from the kubelet stand-in.
 //
+// An observation is any event of a watched resource: the invariant is
+// checked on the latest state the watch showed of every ModelRoute and
+// every Envoy pod. A RoutingReady=True counts as soon as the watch shows
+// it, even one the judge holds back as a replay of Crossplane's
+// (replay_test.go): a condition users can see is one users act on, and so
+// a replay that later stands as the verdict was checked against every pod
+// state of its whole window as it came. Only observations that could
+// fail count (some ModelRoute True beside some Ready Envoy pod), and a run
+// in which ModelRoutes were True but the count stayed zero did not check
+// the invariant at all (sidecarUnexercised).
+//
 // A terminating pod does not count: the endpoints controllers take a pod
 // out of service once it is terminating (and here, with no kubelet, the
 // API server removes a deleted pod at once).
@@ -44,8 +55,10 @@ var templateMarkers = []string{aigwUUID, aigwHash, ownMarker}
 // sidecarState is what the world keeps for the invariant.
 type sidecarState struct {
 	pods         map[string]*corev1.Pod // the gateway's live Envoy pods, by name
-	routingReady map[string]bool        // RoutingReady=True, by ModelRoute
-	observations int
+	routingReady map[string]bool        // RoutingReady=True as last seen, by ModelRoute
+	replayedTrue map[string]bool        // of those, the ones the judge holds back as replays
+	everTrue     bool                   // some ModelRoute was seen RoutingReady=True
+	observations int                    // observations that could have failed
 	violations   int
 	reported     map[string]bool // pod and route pairs already reported
 
@@ -116,10 +129,11 @@ func ownerReplicaSet(p *corev1.Pod) string {
 	return ""
 }
 
-// checkSidecarLocked checks the invariant on the state as it is now.
+// checkSidecarLocked checks the invariant on the state as it is now, and
+// counts the observation if it could have failed: some ModelRoute
+// RoutingReady=True beside some Ready Envoy pod.
 func (w *world) checkSidecarLocked() {
 	s := &w.sidecar
-	s.observations++
 	var ready []string
 	for r, ok := range s.routingReady {
 		if ok {
@@ -130,8 +144,19 @@ func (w *world) checkSidecarLocked() {
 		return
 	}
 	sort.Strings(ready)
+	names := make([]string, 0, len(s.pods))
 	for name, p := range s.pods {
-		if !podReady(p) || sidecar(p) != nil {
+		if podReady(p) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	s.observations++
+	for _, name := range names {
+		if sidecar(s.pods[name]) != nil {
 			continue
 		}
 		key := name + " " + strings.Join(ready, ",")
@@ -140,8 +165,15 @@ func (w *world) checkSidecarLocked() {
 			continue
 		}
 		s.reported[key] = true
+		routes := make([]string, len(ready))
+		for i, r := range ready {
+			routes[i] = r
+			if s.replayedTrue[r] {
+				routes[i] += " (as Crossplane replayed it from its cache)"
+			}
+		}
 		w.violations = append(w.violations, time.Now().Format("15:04:05.000")+" "+
-			fmt.Sprintf("sidecar invariant: RoutingReady=True on %s while Envoy pod %s is Ready without the %s sidecar", strings.Join(ready, ", "), name, sidecarName))
+			fmt.Sprintf("sidecar invariant: RoutingReady=True on %s while Envoy pod %s is Ready without the %s sidecar", strings.Join(routes, ", "), name, sidecarName))
 	}
 }
 
@@ -185,11 +217,23 @@ func markerWrites(ms []markerChange, key string) int {
 	return n
 }
 
-// sidecarSummary is the line the suite prints at its end.
+// sidecarSummary is the line the suite prints at its end: the
+// observations that could have failed, and the violations.
 func (w *world) sidecarSummary() (observations, violations int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sidecar.observations, w.sidecar.violations
+}
+
+// sidecarUnexercised returns why the invariant checked nothing, or "": a
+// ModelRoute was RoutingReady=True, but never beside a Ready Envoy pod.
+func (w *world) sidecarUnexercised() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sidecar.everTrue && w.sidecar.observations == 0 {
+		return "a ModelRoute said RoutingReady=True, but never while an Envoy pod of the gateway was Ready: the sidecar invariant was never exercised"
+	}
+	return ""
 }
 
 // podsCreated returns the Envoy pods created since from, grouped by

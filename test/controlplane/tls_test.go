@@ -172,7 +172,7 @@ func (sc *scenarios) modelRoutesReadyOr(ctx context.Context, replays bool) strin
 		return "no ModelRoute"
 	}
 	for i := range l.Items {
-		if !replays && appliedOnly(&l.Items[i], "RoutingReady", "status") {
+		if !replays && replayed(&l.Items[i], "RoutingReady") {
 			continue
 		}
 		if w := wantCondition(&l.Items[i], "RoutingReady", "True"); w != "" {
@@ -391,8 +391,9 @@ func (sc *scenarios) holdsThroughRenewal(t *testing.T, start time.Time, wait fun
 		for {
 			msgs := []string{}
 			// A condition Crossplane replayed from its cache is not the
-			// function's verdict (replay_test.go): the world judges it.
-			if gw := sc.gatewayXR(ctx); !appliedOnly(gw, gateway.ConditionType, "status") {
+			// function's verdict (replay_test.go): the world judges it,
+			// and noFalseSince below waits until it has.
+			if gw := sc.gatewayXR(ctx); !replayed(gw, gateway.ConditionType) {
 				if s := wantCondition(gw, gateway.ConditionType, "True"); s != "" && ctx.Err() == nil {
 					msgs = append(msgs, "InferenceGateway: "+s)
 				}
