@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -28,13 +30,16 @@ import (
 //
 //	go test -v -timeout 60m -run '^TestControlPlane$' ./test/controlplane -args -break=NAME
 //
-// runs the suite against the broken function, and must fail.
+// runs the suite against the broken function, and must fail; narrowed to
+// the break's scenarios (its entry's scenarios field), such as
+// -run '^TestControlPlane$/^(1-2_|5c_)', it fails sooner.
 //
 //	go test -v -timeout 90m -run '^TestBreaksAreCaught$' ./test/controlplane -args -breaks
 //
-// (make controlplane-breaks) runs it once per break in a child process and
-// requires each run to fail where the break's entry says, and to leave no
-// process behind.
+// (make controlplane-breaks) runs the suite once per break in a child
+// process, narrowed to the break's scenarios, and requires each run to
+// fail where the break's entry says, and to leave no process behind;
+// -run '^TestBreaksAreCaught$/^(NAME|NAME)$' runs some of them.
 var (
 	breakName   = flag.String("break", "", "build the function with the named deliberate break (see breaks_test.go); the run is expected to fail")
 	checkBreaks = flag.Bool("breaks", false, "run TestControlPlane once per deliberate break in a child process and require each run to fail")
@@ -52,6 +57,14 @@ type deliberateBreak struct {
 	// caughtBy is text the failing run prints where the suite catches
 	// the break.
 	caughtBy string
+	// scenarios is the subtest filter of the scenarios of TestControlPlane
+	// the break needs, passed to the child run as
+	// -test.run=^TestControlPlane$/<scenarios>: 1-2_ first, since every
+	// scenario starts from the state the ones before left, then the one
+	// that catches the break; the scenarios in between are skipped. Empty
+	// runs them all, which costs no more for a break caught in 1-2_: the
+	// suite stops at the first scenario that fails.
+	scenarios string
 }
 
 var breaks = []deliberateBreak{{
@@ -82,7 +95,8 @@ var breaks = []deliberateBreak{{
 			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// Scenario 2: the route must reach the gateway cluster at once.
-	caughtBy: "waiting for the model's AIGatewayRoute on the gateway cluster",
+	caughtBy:  "waiting for the model's AIGatewayRoute on the gateway cluster",
+	scenarios: "^(1-2_)",
 }, {
 	name: "route-dropped-once-composed",
 	what: "the model's AIGatewayRoute, once composed, dropped whenever the gateway is not GatewayReady, " +
@@ -95,7 +109,8 @@ var breaks = []deliberateBreak{{
 			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
 	// The deletion watch, from scenario 2 on.
-	caughtBy: "unexpected deletion of aigatewayroutes ",
+	caughtBy:  "unexpected deletion of aigatewayroutes ",
+	scenarios: "^(1-2_)",
 }, {
 	name: "route-ready-without-gateway",
 	what: "RoutingReady judged from the route alone, without waiting for the gateway, " +
@@ -107,7 +122,8 @@ var breaks = []deliberateBreak{{
 	}},
 	// Scenario 2: the first Envoy pods, without the sidecar, are Ready
 	// while the ModelRoute is composed.
-	caughtBy: "sidecar invariant: RoutingReady=True on ",
+	caughtBy:  "sidecar invariant: RoutingReady=True on ",
+	scenarios: "^(1-2_)",
 }, {
 	name: "key-reference-at-creation",
 	what: "the API-key Secret's patchesFrom reference added from the credential Object's first composition, " +
@@ -119,7 +135,8 @@ var breaks = []deliberateBreak{{
 		new: "\t\tMayReference: true || ok && (o.hasReferences() || (o.finalized() && (o.Reported() || o.created()))),\n",
 	}},
 	// The world's look at every Object it observes, from scenario 2 on.
-	caughtBy: "holds the openrouter API key",
+	caughtBy:  "holds the openrouter API key",
+	scenarios: "^(1-2_)",
 }, {
 	name: "retry-without-429",
 	what: "the default retry policy retries 503 only, so a rate-limited tier answers 429 to the client instead of failing over",
@@ -129,7 +146,8 @@ var breaks = []deliberateBreak{{
 		new: "DefaultRetryStatusCodes = []int32{503}",
 	}},
 	// Scenario 2's xDS: the route's retry policy.
-	caughtBy: "retries status codes [503], not 429",
+	caughtBy:  "retries status codes [503], not 429",
+	scenarios: "^(1-2_)",
 }, {
 	name: "panic-threshold-zero",
 	what: "the failover policy's panic threshold 0 whatever spec.failover says, so Envoy never ignores its passive health checks",
@@ -139,7 +157,8 @@ var breaks = []deliberateBreak{{
 		new: "PanicThreshold: new(uint32(0 * b.spec.PanicThreshold()))",
 	}},
 	// Scenario 2's xDS: the cluster's common_lb_config.
-	caughtBy: "healthy panic threshold 0%, want 50%",
+	caughtBy:  "healthy panic threshold 0%, want 50%",
+	scenarios: "^(1-2_)",
 }, {
 	name: "panic-threshold-default",
 	what: "the failover policy's panic threshold Envoy's default of 50 whatever spec.failover.panicThreshold says",
@@ -149,7 +168,8 @@ var breaks = []deliberateBreak{{
 		new: "PanicThreshold: new(uint32(v1alpha1.DefaultPanicThreshold))",
 	}},
 	// Scenario 2c's xDS: a default threshold passes scenario 2's check.
-	caughtBy: "healthy panic threshold 50%, want 30%",
+	caughtBy:  "healthy panic threshold 50%, want 30%",
+	scenarios: "^(1-2_|2c_)",
 }, {
 	name: "body-limit-default",
 	what: "every listener's body limit the default 50Mi whatever spec.connection.bufferLimit says",
@@ -159,7 +179,8 @@ var breaks = []deliberateBreak{{
 		new: "\tlimit := v1alpha1.DefaultBufferLimit\n",
 	}},
 	// Scenario 2c's xDS: a default limit passes scenario 2's check.
-	caughtBy: "per_connection_buffer_limit_bytes 5.24288e+07, want 67108864",
+	caughtBy:  "per_connection_buffer_limit_bytes 5.24288e+07, want 67108864",
+	scenarios: "^(1-2_|2c_)",
 }, {
 	name: "caller-header-kept",
 	what: "a client's own x-modelplane-caller kept at the front door, so an open gateway logs and forwards whatever caller a client claims",
@@ -169,7 +190,8 @@ var breaks = []deliberateBreak{{
 		new: "EarlyRequestHeaders: nil",
 	}},
 	// Scenario 2's xDS: the HTTP connection manager's early header mutation.
-	caughtBy: "the early header mutation does not remove x-modelplane-caller",
+	caughtBy:  "the early header mutation does not remove x-modelplane-caller",
+	scenarios: "^(1-2_)",
 }, {
 	name: "access-log-on-header",
 	what: "the access log reads the caller from the request header again, which the upstream filter removes for third-party backends",
@@ -179,7 +201,8 @@ var breaks = []deliberateBreak{{
 		new: `"%REQ(" + names.CallerHeader + ")%"`,
 	}},
 	// Scenario 2's xDS: the listeners' access logs.
-	caughtBy: "logs the caller as %REQ(x-modelplane-caller)%",
+	caughtBy:  "logs the caller as %REQ(x-modelplane-caller)%",
+	scenarios: "^(1-2_)",
 }, {
 	name: "caller-not-forwarded",
 	what: "caller authentication forwards the client ID in another header, so neither the access log nor the backends learn who called",
@@ -189,8 +212,156 @@ var breaks = []deliberateBreak{{
 		new: `ForwardClientIDHeader: new("x-client-id"),`,
 	}},
 	// Scenario 5c's xDS: each model route's api_key_auth config.
-	caughtBy: "want the client ID in x-modelplane-caller and the key hidden",
+	caughtBy:  "want the client ID in x-modelplane-caller and the key hidden",
+	scenarios: "^(1-2_|5c_)",
+}, {
+	name: "body-limit-one-listener",
+	what: "the ClientTrafficPolicy, and with it the body limit, on the http listener only, so that with TLS the https listener, " +
+		"which serves the models, buffers Envoy Gateway's default instead of spec.connection.bufferLimit",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "\t\tPolicyTargetReferences: b.gatewayTarget(),\n\t\tConnection:",
+		new: "\t\tPolicyTargetReferences: egv1a1.PolicyTargetReferences{TargetRefs: []gwapiv1.LocalPolicyTargetReferenceWithSectionName{{\n" +
+			"\t\t\tLocalPolicyTargetReference: b.gatewayTarget().TargetRefs[0].LocalPolicyTargetReference, SectionName: new(gwapiv1.SectionName(ListenerHTTP)),\n" +
+			"\t\t}}},\n\t\tConnection:",
+	}},
+	// Scenario 5f's xDS: without TLS the Gateway has the http listener
+	// alone, so only the https listener shows it.
+	caughtBy:  "inference-gateway/https: per_connection_buffer_limit_bytes",
+	scenarios: "^(1-2_|5f_)",
+}, {
+	name: "weighted-clusters",
+	what: "the failover policy also asks for zone-aware load balancing (preferLocal), which makes Envoy Gateway build a cluster per backend " +
+		"and route by weighted_clusters, whose clusters AI Gateway does not recognise: no priorities, so the fallback tier takes live traffic",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "\t\tClusterSettings: egv1a1.ClusterSettings{\n\t\t\tRetry: &egv1a1.Retry{\n",
+		new: "\t\tClusterSettings: egv1a1.ClusterSettings{\n" +
+			"\t\t\tLoadBalancer: &egv1a1.LoadBalancer{Type: egv1a1.RoundRobinLoadBalancerType, ZoneAware: &egv1a1.ZoneAware{PreferLocal: &egv1a1.PreferLocalZone{}}},\n" +
+			"\t\t\tRetry: &egv1a1.Retry{\n",
+	}},
+	// Scenario 2's xDS: the model's route action (gateway v1.8.1
+	// internal/ir/xds.go, HTTPRoute.NeedsClusterPerSetting).
+	caughtBy:  "splits by weight across clusters",
+	scenarios: "^(1-2_)",
+}, {
+	name: "no-previous-priorities",
+	what: "the failover policy without numAttemptsPerPriority, so Envoy Gateway installs no previous_priorities retry plugin " +
+		"and a retry may go to the tier that just failed instead of the next",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "NumAttemptsPerPriority: ptr.To[int32](1),",
+		new: "NumAttemptsPerPriority: nil,",
+	}},
+	// Scenario 2's xDS: the route's retry policy.
+	caughtBy:  `has retry_priority "", want envoy.retry_priorities.previous_priorities`,
+	scenarios: "^(1-2_)",
+}, {
+	name: "num-retries-default",
+	what: "the failover policy's retries the default 3 whatever spec.failover.numRetries says",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "NumRetries:             new(b.spec.NumRetries()),",
+		new: "NumRetries:             new(v1alpha1.DefaultNumRetries),",
+	}},
+	// Scenario 2c's xDS: the default passes scenario 2's check.
+	caughtBy:  "has num_retries 3, want 2",
+	scenarios: "^(1-2_|2c_)",
+}, {
+	name: "callers-first-secret-only",
+	what: "the caller-auth SecurityPolicy names only the first callers' Secret in use, so the callers of every other selected Secret " +
+		"get no credential and are denied while status.auth counts them",
+	file: "internal/gateway/auth.go",
+	edits: []edit{{
+		old: "\t\trefs := make([]gwapiv1.SecretObjectReference, len(use))\n",
+		new: "\t\tuse = use[:1]\n\t\trefs := make([]gwapiv1.SecretObjectReference, len(use))\n",
+	}},
+	// Scenario 5c, when the second callers' Secret joins the policy.
+	caughtBy:  "the SecurityPolicy references [" + names.CallerSecret(gatewayXRName, callersSecret) + "], want [",
+	scenarios: "^(1-2_|5c_)",
+}, {
+	name: "healthz-http-only",
+	what: "the front door's /healthz route on the http listener only, so with TLS a load balancer that probes https gets no answer",
+	file: "internal/gateway/frontdoor.go",
+	edits: []edit{{
+		old: "\tif b.spec.TLSEnabled() {\n\t\tlisteners = append(listeners, ListenerHTTPS)\n\t}\n",
+		new: "",
+	}},
+	// Scenario 5f's xDS: the https listener's route configuration.
+	caughtBy:  "no /healthz route on the https listener",
+	scenarios: "^(1-2_|5f_)",
+}, {
+	name: "redirect-301",
+	what: "the http-to-https redirect a 301, after which most clients send a model call's POST again as a GET without its body",
+	file: "internal/gateway/frontdoor.go",
+	edits: []edit{{
+		old: "StatusCode: new(308),",
+		new: "StatusCode: new(301),",
+	}},
+	// Scenario 5f's xDS: the http listener's routes.
+	caughtBy:  "of the http listener is not a 308 to https://",
+	scenarios: "^(1-2_|5f_)",
+}, {
+	name: "ndots-missing",
+	what: "the EnvoyProxy without the Deployment patch that gives the Envoy pods ndots 1, so every backend hostname is looked up " +
+		"under each search domain first and Envoy answers 503 until its DNS cluster resolves",
+	file: "internal/gateway/resources.go",
+	edits: []edit{{
+		old: "Patch:    dnsPatch,",
+		new: "Patch:    nil,",
+	}},
+	// Scenario 2: the Envoy Deployment Envoy Gateway renders.
+	caughtBy:  "want ndots 1",
+	scenarios: "^(1-2_)",
+}, {
+	name: "stale-status-held",
+	what: "RoutingReady keeps GatewayStatusStale for three seconds after the gateway-status ConfigMap and GatewayReady agree again, " +
+		"trusting the ModelRoute's own last condition: after a real disagreement, and after a GatewayStatusStale Crossplane " +
+		"replayed from its cache (crossplane/crossplane#7062), which the function then computes again",
+	file: "internal/route/gatewayview.go",
+	edits: []edit{{
+		old: "import (\n\t\"fmt\"\n",
+		new: "import (\n\t\"fmt\"\n\t\"strings\"\n",
+	}, {
+		old: "\tpublished(req.Observed, verdict, gwName, &v)\n\treturn v\n",
+		new: "\tpublished(req.Observed, verdict, gwName, &v)\n" +
+			"\tvar held time.Time\n" +
+			"\tconds, _, _ := unstructured.NestedSlice(req.Composite, \"status\", \"conditions\")\n" +
+			"\tfor _, x := range conds {\n" +
+			"\t\tc, _ := x.(map[string]any)\n" +
+			"\t\tif c[\"type\"] != ConditionType || c[\"reason\"] != ReasonGatewayStatusStale {\n\t\t\tcontinue\n\t\t}\n" +
+			"\t\theld = req.Now\n" +
+			"\t\tmsg, _ := c[\"message\"].(string)\n" +
+			"\t\tif _, at, ok := strings.Cut(msg, \"held since \"); ok {\n" +
+			"\t\t\theld, _ = time.Parse(time.RFC3339Nano, strings.TrimRight(strings.Fields(at)[0], \".;\"))\n\t\t}\n" +
+			"\t}\n" +
+			"\tif v.verdict.Ready && !held.IsZero() && req.Now.Sub(held) < 3*time.Second {\n" +
+			"\t\tv.verdict = gateway.Verdict{Reported: true, Reason: v.verdict.Reason}\n" +
+			"\t\tv.reason = ReasonGatewayStatusStale\n" +
+			"\t\tv.why = \"the gateway-status ConfigMap and GatewayReady agree again; held since \" + held.Format(time.RFC3339Nano) + \".\"\n" +
+			"\t}\n" +
+			"\treturn v\n",
+	}},
+	// Only a check that judges a replayed condition as the verdict once
+	// it stands longer than a reconcile can catch it while the gateway
+	// stays ready: the replay judge (replay_test.go) takes a
+	// GatewayStatusStale the function computes again over Crossplane's
+	// replay for the replay itself, and with its grace of 5 s checks
+	// nothing on one that stands 3 s. Expected from the stricter judge:
+	// scenario 5f's renewal, whose checks hold RoutingReady True while
+	// the gateway stays ready; caught only when a replay falls into it.
+	caughtBy:  "went RoutingReady=False (GatewayStatusStale)",
+	scenarios: "^(1-2_|5f_)",
 }}
+
+// run is the child run's -test.run filter: TestControlPlane, narrowed to
+// the break's scenarios.
+func (b deliberateBreak) run() string {
+	if b.scenarios == "" {
+		return "^TestControlPlane$"
+	}
+	return "^TestControlPlane$/" + b.scenarios
+}
 
 // findBreak returns the break named name.
 func findBreak(name string) (deliberateBreak, error) {
@@ -268,7 +439,7 @@ func TestBreaksAreCaught(t *testing.T) {
 			logPath := filepath.Join(logDir, b.name+".log")
 			f, err := os.Create(logPath)
 			must(t, err)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestControlPlane$", "-test.v", "-test.count=1",
+			cmd := exec.Command(os.Args[0], "-test.run="+b.run(), "-test.v", "-test.count=1",
 				"-test.timeout="+timeout.String(), "-break="+b.name)
 			cmd.Env = append(os.Environ(), runIDEnv+"="+runID)
 			var out bytes.Buffer
@@ -333,6 +504,17 @@ func TestBreaksCompile(t *testing.T) {
 				t.Errorf("cannot build the function with the deliberate break %q: %v", b.name, err)
 			}
 		})
+	}
+}
+
+// TestBreakScenarios: each break's scenarios are empty or a filter that
+// starts with scenarios 1-2, which every other scenario starts from.
+func TestBreakScenarios(t *testing.T) {
+	valid := regexp.MustCompile(`^\^\(1-2_(\|[0-9][a-z]?_)*\)$`)
+	for _, b := range breaks {
+		if b.scenarios != "" && !valid.MatchString(b.scenarios) {
+			t.Errorf("the deliberate break %q runs the scenarios %q, want ^(1-2_|...) with scenario prefixes such as 2c_", b.name, b.scenarios)
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -270,6 +271,11 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 		checkTLSServed(good.serial),
 		checkFrontDoorTLS(tlsHostname),
 		checkRouteOn(model, gateway.ListenerHTTPS),
+		// Every listener, the https one that serves the models too: the
+		// body limit and the caller header's early removal are set on the
+		// whole Gateway.
+		checkBodyLimit(v1alpha1.DefaultBufferLimit.Value()),
+		checkCallerHeaderRemovedEarly,
 	))
 	t.Logf("xDS: the https listener serves %s with the certificate of serial %s; its private key reads %q",
 		gatewayNS+"/"+tlsSecretName, good.serial, tlsSecret(d)["tls_certificate"].(map[string]any)["private_key"])
