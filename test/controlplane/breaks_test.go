@@ -313,45 +313,6 @@ var breaks = []deliberateBreak{{
 	// Scenario 2: the Envoy Deployment Envoy Gateway renders.
 	caughtBy:  "want ndots 1",
 	scenarios: "^(1-2_)",
-}, {
-	name: "stale-status-held",
-	what: "RoutingReady keeps GatewayStatusStale for three seconds after the gateway-status ConfigMap and GatewayReady agree again, " +
-		"trusting the ModelRoute's own last condition: after a real disagreement, and after a GatewayStatusStale Crossplane " +
-		"replayed from its cache (crossplane/crossplane#7062), which the function then computes again",
-	file: "internal/route/gatewayview.go",
-	edits: []edit{{
-		old: "import (\n\t\"fmt\"\n",
-		new: "import (\n\t\"fmt\"\n\t\"strings\"\n",
-	}, {
-		old: "\tpublished(req.Observed, verdict, gwName, &v)\n\treturn v\n",
-		new: "\tpublished(req.Observed, verdict, gwName, &v)\n" +
-			"\tvar held time.Time\n" +
-			"\tconds, _, _ := unstructured.NestedSlice(req.Composite, \"status\", \"conditions\")\n" +
-			"\tfor _, x := range conds {\n" +
-			"\t\tc, _ := x.(map[string]any)\n" +
-			"\t\tif c[\"type\"] != ConditionType || c[\"reason\"] != ReasonGatewayStatusStale {\n\t\t\tcontinue\n\t\t}\n" +
-			"\t\theld = req.Now\n" +
-			"\t\tmsg, _ := c[\"message\"].(string)\n" +
-			"\t\tif _, at, ok := strings.Cut(msg, \"held since \"); ok {\n" +
-			"\t\t\theld, _ = time.Parse(time.RFC3339Nano, strings.TrimRight(strings.Fields(at)[0], \".;\"))\n\t\t}\n" +
-			"\t}\n" +
-			"\tif v.verdict.Ready && !held.IsZero() && req.Now.Sub(held) < 3*time.Second {\n" +
-			"\t\tv.verdict = gateway.Verdict{Reported: true, Reason: v.verdict.Reason}\n" +
-			"\t\tv.reason = ReasonGatewayStatusStale\n" +
-			"\t\tv.why = \"the gateway-status ConfigMap and GatewayReady agree again; held since \" + held.Format(time.RFC3339Nano) + \".\"\n" +
-			"\t}\n" +
-			"\treturn v\n",
-	}},
-	// Only a check that judges a replayed condition as the verdict once
-	// it stands longer than a reconcile can catch it while the gateway
-	// stays ready: the replay judge (replay_test.go) takes a
-	// GatewayStatusStale the function computes again over Crossplane's
-	// replay for the replay itself, and with its grace of 5 s checks
-	// nothing on one that stands 3 s. Expected from the stricter judge:
-	// scenario 5f's renewal, whose checks hold RoutingReady True while
-	// the gateway stays ready; caught only when a replay falls into it.
-	caughtBy:  "went RoutingReady=False (GatewayStatusStale)",
-	scenarios: "^(1-2_|5f_)",
 }}
 
 // run is the child run's -test.run filter: TestControlPlane, narrowed to
