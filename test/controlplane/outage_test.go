@@ -235,12 +235,28 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 		}
 	}
 	staleRoutes, longest := 0, time.Duration(0)
+	early, earliest := 0, time.Duration(0)
 	for _, n := range names {
 		f := follows[n]
 		if len(f.stale) > 0 {
 			staleRoutes++
-			t.Logf("ModelRoute %s went RoutingReady=False after its gateway was True again: %v; its transitions since the outage began:\n%s",
-				n, f.stale, formatTransitions(gf, since(sc.w.routeTransitions(teamControlNS, n), gf)))
+			var spells []string
+			for _, s := range f.stale {
+				spells = append(spells, fmt.Sprintf("at %s for %s (open %t)", s.from.Format("15:04:05.000"), s.lasted.Round(time.Millisecond), s.open))
+			}
+			t.Logf("ModelRoute %s went RoutingReady=False after its gateway was True again: %s; its transitions since the outage began:\n%s",
+				n, strings.Join(spells, ", "), formatTransitions(gf, since(sc.w.routeTransitions(teamControlNS, n), gf)))
+		}
+		// A route True again before its gateway: issue 32's check that
+		// every route comes back is met by it, but it said RoutingReady
+		// while its gateway was not ready. Recorded and named here, not
+		// yet failed: see the test README (TestScale100) for the run
+		// that showed it and what is known of its cause.
+		if f.cameUp && f.up < 0 {
+			early++
+			earliest = max(earliest, -f.up)
+			t.Logf("ModelRoute %s went RoutingReady=True %s before its gateway's GatewayReady=True, while the gateway was not ready; its transitions since the outage began:\n%s",
+				n, (-f.up).Round(time.Millisecond), formatTransitions(gf, since(sc.w.routeTransitions(teamControlNS, n), gf)))
 		}
 		for _, s := range f.stale {
 			longest = max(longest, s.lasted)
@@ -255,6 +271,8 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 	sc.sp.record(key, "gateway-not-ready-seconds", seconds(gr.Sub(gf)))
 	sc.sp.record(key, "routes-stale-false", float64(staleRoutes))
 	sc.sp.record(key, "stale-false-max-seconds", seconds(longest))
+	sc.sp.record(key, "routes-true-before-gateway", float64(early))
+	sc.sp.record(key, "true-before-gateway-max-seconds", seconds(earliest))
 	t.Logf("%s: GatewayReady=False for %s; %d of %d ModelRoutes went RoutingReady=False after it was True again, the longest for %s (bound %s)",
 		key, gr.Sub(gf).Round(100*time.Millisecond), staleRoutes, len(names), longest.Round(100*time.Millisecond), staleFalseBound)
 	return follows
