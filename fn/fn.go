@@ -5,6 +5,7 @@ package fn
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -85,7 +86,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	log.Debug("Composed", "resources", len(rsp.GetDesired().GetResources()))
+	kv := []any{"resources", len(rsp.GetDesired().GetResources()), "ttl", rsp.GetMeta().GetTtl().AsDuration().String()}
+	for _, c := range res.Conditions {
+		kv = append(kv, c.Type, fmt.Sprintf("%t/%s", c.Status, c.Reason))
+	}
+	log.Debug("Composed", append(kv, res.Evidence...)...)
 	return rsp, nil
 }
 

@@ -124,7 +124,7 @@ func observeOnlyObject(o obj) obj {
 // clusterSim is a control plane with InferenceGateways on one gateway
 // cluster, for tests over several reconciles: Crossplane fetches what the
 // function requires (calling it again until its requirements settle, as
-// crossplane v2.2.0 internal/xfn/required_resources.go,
+// crossplane v2.2.0 and v2.3.0 internal/xfn/required_resources.go,
 // FetchingFunctionRunner, does), applies the composite's status, and
 // deletes the Objects the function stops desiring; provider-kubernetes
 // reports each Object's remote object as the fixtures' ready gateway has
@@ -367,7 +367,9 @@ func TestTakeOverAfterDeletion(t *testing.T) {
 	if rsp := s.reconcile("loser"); !slices.Equal(summarize(rsp).Conditions, gatewayReady("ClusterAlreadyHasGateway")) {
 		t.Fatalf("the second gateway does not lose: %v", summarize(rsp).Conditions)
 	}
-	deleted := time.Now().Add(-10 * time.Second).UTC().Format(time.RFC3339)
+	// Deleted two seconds ago: a quarter of that is under the back-off's
+	// first step, a second (compose.GatewayBackoff).
+	deleted := time.Now().Add(-2 * time.Second).UTC().Format(time.RFC3339)
 
 	steps := []struct {
 		reason string

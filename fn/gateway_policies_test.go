@@ -58,12 +58,13 @@ func TestGatewayPolicies(t *testing.T) {
 		}
 	}
 	safe := []egv1a1.TriggerEnum{egv1a1.ConnectFailure, egv1a1.RefusedStream, egv1a1.ResetBeforeRequest, egv1a1.RetriableStatusCodes}
-	cases := map[string]struct {
+	type policyCase struct {
 		reason string
 		spec   obj
 		client egv1a1.ClientTrafficPolicySpec
 		backnd egv1a1.BackendTrafficPolicySpec
-	}{
+	}
+	cases := map[string]policyCase{
 		"Defaults": {
 			reason: "Bodies up to 50Mi pass; 429 and 503 and failures before the request was sent fail over; Envoy's own panic threshold.",
 			spec:   obj{"providerConfigName": "gpu-cluster-1"},
@@ -83,6 +84,73 @@ func TestGatewayPolicies(t *testing.T) {
 			client: ctp("50Mi"),
 			backnd: btp(3, &egv1a1.RetryOn{Triggers: safe}, 50),
 		},
+	}
+	auth := obj{"apiKey": obj{"secretSelector": obj{"matchLabels": obj{"modelplane.ai/callers": "true"}}}}
+	withBudgets := func(budgets ...any) obj {
+		return obj{"providerConfigName": "gpu-cluster-1", "auth": auth, "budgets": budgets}
+	}
+	defaults := func(rl *egv1a1.RateLimitSpec) egv1a1.BackendTrafficPolicySpec {
+		p := btp(3, &egv1a1.RetryOn{Triggers: safe, HTTPStatusCodes: []egv1a1.HTTPStatus{429, 503}}, 50)
+		p.RateLimit = rl
+		return p
+	}
+	// A budget's cost: nothing on the request, which only checks the
+	// counter, and the tokens AI Gateway reports under key once the
+	// response is done.
+	tokens := func(key string) *egv1a1.RateLimitCost {
+		return &egv1a1.RateLimitCost{
+			Request:  &egv1a1.RateLimitCostSpecifier{From: egv1a1.RateLimitCostFromNumber, Number: ptr.To[uint64](0)},
+			Response: &egv1a1.RateLimitCostSpecifier{From: egv1a1.RateLimitCostFromMetadata, Metadata: &egv1a1.RateLimitCostMetadata{Namespace: "io.envoy.ai_gateway", Key: key}},
+		}
+	}
+	perCaller := egv1a1.HeaderMatch{Type: ptr.To(egv1a1.HeaderMatchDistinct), Name: "x-modelplane-caller"}
+	caller := func(name string, invert bool) egv1a1.HeaderMatch {
+		m := egv1a1.HeaderMatch{Type: ptr.To(egv1a1.HeaderMatchExact), Name: "x-modelplane-caller", Value: new(name)}
+		if invert {
+			m.Invert = new(true)
+		}
+		return m
+	}
+	selects := func(h ...egv1a1.HeaderMatch) []egv1a1.RateLimitSelectCondition {
+		return []egv1a1.RateLimitSelectCondition{{Headers: h}}
+	}
+	cases["BudgetPerModel"] = policyCase{
+		reason: "A per-model budget is one unshared rule, a counter per caller on each route, charged the total tokens after the response.",
+		spec:   withBudgets(obj{"tokens": "Total", "limit": 100000, "per": "Day"}),
+		client: ctp("50Mi"),
+		backnd: defaults(&egv1a1.RateLimitSpec{Global: &egv1a1.GlobalRateLimit{Rules: []egv1a1.RateLimitRule{{
+			ClientSelectors: selects(perCaller),
+			Limit:           egv1a1.RateLimitValue{Requests: 100000, Unit: egv1a1.RateLimitUnitDay},
+			Cost:            tokens("llm_total_token"),
+		}}}}),
+	}
+	cases["BudgetAllModelsCallers"] = policyCase{
+		reason: "An all-models budget is shared across routes; callers with their own limit are left out of everyone else's rule and get a rule each.",
+		spec: withBudgets(
+			obj{"tokens": "Output", "limit": 5000, "per": "Month", "scope": "AllModels", "callers": []any{obj{"name": "batch", "limit": 90000}, obj{"name": "ci", "limit": 10}}},
+			obj{"tokens": "Input", "limit": 600, "per": "Minute"},
+		),
+		client: ctp("50Mi"),
+		backnd: defaults(&egv1a1.RateLimitSpec{Global: &egv1a1.GlobalRateLimit{Rules: []egv1a1.RateLimitRule{{
+			ClientSelectors: selects(perCaller, caller("batch", true), caller("ci", true)),
+			Limit:           egv1a1.RateLimitValue{Requests: 5000, Unit: egv1a1.RateLimitUnitMonth},
+			Cost:            tokens("llm_output_token"),
+			Shared:          new(true),
+		}, {
+			ClientSelectors: selects(caller("batch", false)),
+			Limit:           egv1a1.RateLimitValue{Requests: 90000, Unit: egv1a1.RateLimitUnitMonth},
+			Cost:            tokens("llm_output_token"),
+			Shared:          new(true),
+		}, {
+			ClientSelectors: selects(caller("ci", false)),
+			Limit:           egv1a1.RateLimitValue{Requests: 10, Unit: egv1a1.RateLimitUnitMonth},
+			Cost:            tokens("llm_output_token"),
+			Shared:          new(true),
+		}, {
+			ClientSelectors: selects(perCaller),
+			Limit:           egv1a1.RateLimitValue{Requests: 600, Unit: egv1a1.RateLimitUnitMinute},
+			Cost:            tokens("llm_input_token"),
+		}}}}),
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -34,7 +34,7 @@ func observedGateway(addr string, anchorAccepted bool, dep obj, depSynced bool) 
 		"envoy-proxy":       object("envoy-proxy", plainManifest("EnvoyProxy"), true, true),
 		"gateway":           object("gateway", gatewayManifest(addr), true, addr != ""),
 		"anchor-route":      object("anchor-route", acceptedManifest("AIGatewayRoute", "inference-gateway-anchor", anchorAccepted), true, anchorAccepted),
-		"failover-policy":   object("failover-policy", plainManifest("BackendTrafficPolicy"), true, true),
+		"failover-policy":   object("failover-policy", policyManifest("BackendTrafficPolicy", true), true, true),
 		"gateway-status":    object("gateway-status", plainManifest("ConfigMap"), true, true),
 	}
 	for _, n := range frontDoor() {
@@ -134,6 +134,32 @@ func TestRunFunctionInferenceGateway(t *testing.T) {
 				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "failover-policy", "client-policy", "gateway", "anchor-route")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{"external resource does not exist"}},
+		},
+		"TrafficPolicyNotAccepted": {
+			reason: "Envoy Gateway refuses the BackendTrafficPolicy (here its global rate limits, with rate limiting off in its config) and answers 500 on every route: GatewayReady says so, quoting Envoy Gateway.",
+			req: func() *fnv1.RunFunctionRequest {
+				o := observedGateway("203.0.113.10", true, rolled, true)
+				o["failover-policy"] = object("failover-policy", refusedPolicyManifest("BackendTrafficPolicy", rateLimitDisabled), true, false)
+				return newRequest(t, gatewayXR(nil), o, nil)
+			}(),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/TrafficPolicyNotAccepted"},
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "client-policy", "gateway", "anchor-route", "envoy-deployment")...),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`Envoy Gateway has not accepted the BackendTrafficPolicy "inference-gateway-failover" for the Gateway "inference-gateway"; while it is refused, Envoy answers 500 on every route of the Gateway, /healthz included: ` + rateLimitDisabled}},
+		},
+		"TrafficPolicyNotObserved": {
+			reason: "The BackendTrafficPolicy's Object has not reported yet: nothing says Envoy Gateway accepted it.",
+			req: func() *fnv1.RunFunctionRequest {
+				o := observedGateway("203.0.113.10", true, rolled, true)
+				o["failover-policy"] = object("failover-policy", nil, false, false)
+				return newRequest(t, gatewayXR(nil), o, nil)
+			}(),
+			want: want{summary: summary{
+				Conditions: []string{"GatewayReady=STATUS_CONDITION_FALSE/TrafficPolicyNotAccepted"},
+				Resources:  readiness(append(frontDoor(), "gateway-namespace", "gateway-status", "envoy-proxy", "client-policy", "gateway", "anchor-route", "envoy-deployment")...),
+				XRReady:    "READY_FALSE",
+			}, message: []string{`the BackendTrafficPolicy "inference-gateway-failover" has not been observed yet (the Object has not reported yet)`}},
 		},
 		"RolloutComplete": {
 			reason: "Everything observed and rolled out: GatewayReady True, every resource ready.",
@@ -322,6 +348,11 @@ func TestRunFunctionFatal(t *testing.T) {
 			reason: "TLS needs a hostname.",
 			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "tls": obj{"certificateRefs": []any{obj{"name": "c"}}}}), nil, nil),
 			want:   "cannot compose InferenceGateway: spec.tls needs spec.hostname; set the hostname the certificate is for",
+		},
+		"BudgetsWithoutAuth": {
+			reason: "Budgets are kept per authenticated caller: without auth there is none, and a client could claim any name.",
+			req:    newRequest(t, gatewayXR(obj{"providerConfigName": "p", "budgets": []any{obj{"tokens": "Total", "limit": 1000, "per": "Day"}}}), nil, nil),
+			want:   "cannot compose InferenceGateway: spec.budgets needs spec.auth, since budgets are kept per authenticated caller; set spec.auth.apiKey.secretSelector, or remove spec.budgets",
 		},
 		"BufferLimitTooSmall": {
 			reason: "A buffer limit under Envoy Gateway's own default only breaks requests.",

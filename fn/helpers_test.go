@@ -83,6 +83,23 @@ func policyManifest(kind string, accepted bool) obj {
 	}}}}
 }
 
+// rateLimitDisabled is Envoy Gateway's message on a BackendTrafficPolicy
+// with global rate limits when its config does not enable rate limiting
+// (gateway v1.8.1 internal/gatewayapi/backendtrafficpolicy.go,
+// buildGlobalRateLimit, wrapped by buildTrafficFeatures and
+// status.Error2ConditionMsg).
+const rateLimitDisabled = "RateLimit: enable Ratelimit in the EnvoyGateway config to configure global rateLimit."
+
+// refusedPolicyManifest is an Envoy Gateway policy that Envoy Gateway
+// refused for the Gateway, Accepted=False Invalid with msg.
+func refusedPolicyManifest(kind, msg string) obj {
+	return obj{"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": kind, "metadata": obj{"name": "x"}, "status": obj{"ancestors": []any{obj{
+		"ancestorRef":    obj{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "inference-gateway", "namespace": "modelplane-system"},
+		"controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+		"conditions":     []any{cond("Accepted", false, "Invalid", msg)},
+	}}}}
+}
+
 // httpRouteManifest is the generated HTTPRoute with Envoy Gateway's
 // Accepted and ResolvedRefs for the Gateway.
 func httpRouteManifest(accepted, resolved bool) obj {

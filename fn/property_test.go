@@ -46,6 +46,8 @@ func genRoute(r *rand.Rand) randomRoute {
 		rc.implied["backend-"+n], rc.implied["aibackend-"+n] = true, true
 		if keyed[n] {
 			rc.implied["credential-"+n], rc.implied["credpolicy-"+n] = true, true
+			// A keyed backend's Secret is a source the route follows.
+			rc.implied["sources"] = true
 		}
 	}
 	rc.keyed = keyed
@@ -58,6 +60,11 @@ func genRoute(r *rand.Rand) randomRoute {
 		rc.observed["namespace"] = object("namespace", plainManifest("Namespace"), true, true)
 		rc.observed["route"] = object("route", acceptedManifest("AIGatewayRoute", "qwen", r.IntN(2) == 0), true, true)
 		rc.observed["httproute"] = object("httproute", httpRouteManifest(r.IntN(2) == 0, r.IntN(2) == 0), true, true)
+		if r.IntN(2) == 0 {
+			// Composed while the spec had a keyed backend, which it may
+			// have no more.
+			rc.observed["sources"] = object("sources", plainManifest("ConfigMap"), true, true)
+		}
 	}
 	for _, n := range pool {
 		if r.IntN(2) == 0 {

@@ -26,7 +26,7 @@ func TestREADMEConditions(t *testing.T) {
 	readme := string(b)
 	reasons := map[string][]string{
 		gateway.ConditionType: {
-			gatewayready.ReasonReady, gatewayready.ReasonClusterAlreadyHasGateway, gatewayready.ReasonWaitingForPreviousGateway, gatewayready.ReasonTLSSecretMissing, gatewayready.ReasonClientCertificateNotReady, gatewayready.ReasonCallerSecretsMissing, gatewayready.ReasonNotProgrammed, gatewayready.ReasonListenersNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonCallerAuthNotAccepted, gatewayready.ReasonDeploymentNotObserved,
+			gatewayready.ReasonReady, gatewayready.ReasonClusterAlreadyHasGateway, gatewayready.ReasonWaitingForPreviousGateway, gatewayready.ReasonTLSSecretMissing, gatewayready.ReasonClientCertificateNotReady, gatewayready.ReasonCallerSecretsMissing, gatewayready.ReasonNotProgrammed, gatewayready.ReasonListenersNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonTrafficPolicyNotAccepted, gatewayready.ReasonCallerAuthNotAccepted, gatewayready.ReasonDeploymentNotObserved,
 			gatewayready.ReasonGenerationNotObserved, gatewayready.ReasonExtProcMarkerMissing, gatewayready.ReasonOldReplicasPresent, gatewayready.ReasonNoReplicaAvailable,
 		},
 		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},

@@ -20,7 +20,7 @@ import (
 // once it is True the SDK's default of one minute applies.
 //
 // With realtime compositions (beta, on by default) Crossplane requeues an
-// XR after the shortest TTL its pipeline returned (crossplane v2.2.0,
+// XR after the shortest TTL its pipeline returned (crossplane v2.2.0 and v2.3.0,
 // internal/controller/apiextensions/composite/reconciler.go). Watch events
 // are not enough to follow a rollout promptly: each XR kind's circuit
 // breaker (internal/circuit) opens within a second of an InferenceGateway's
@@ -166,7 +166,7 @@ func writeRequirements(rsp *fnv1.RunFunctionResponse, reqs map[string]compose.Re
 		}
 		if r.Name == "" {
 			// An empty label set selects every resource of the kind: Crossplane
-			// lists with client.MatchingLabels of the set (crossplane v2.2.0
+			// lists with client.MatchingLabels of the set (crossplane v2.2.0 and v2.3.0
 			// internal/xfn/required_resources.go,
 			// ExistingRequiredResourcesFetcher.Fetch), and crossplane render
 			// matches labels.SelectorFromSet of it, which matches everything,

@@ -206,12 +206,16 @@ func TestRemovedBackendKeptWhileHTTPRouteNamesIt(t *testing.T) {
 			reason:    "The HTTPRoute no longer names b: its objects go.",
 			httpRoute: namedHTTPRoute("qwen-a"),
 		},
-		"HTTPRouteGone": {
-			reason: "A stale HTTPRoute manifest is not evidence: b's objects go.",
+		"HTTPRouteUnknown": {
+			reason: "The HTTPRoute's Object's last look failed (the HTTPRoute was being regenerated; without provider watches the Object looks again only at its poll): what Envoy Gateway translates is unknown and may still name b, so b's objects stay. The model found the window (test/sim, invariant 8).",
 			httpRoute: func() obj {
-				o := namedHTTPRoute("qwen-a", "qwen-b")
+				o := namedHTTPRoute("qwen-a")
 				return object("httproute", o["status"].(obj)["atProvider"].(obj)["manifest"].(obj), false, true)
 			}(),
+			wantB: true,
+		},
+		"HTTPRouteObjectNotCreatedYet": {
+			reason: "No HTTPRoute Object observed: it has not been created yet, so no HTTPRoute generated from this route can name b: b's objects go.",
 		},
 	}
 	for name, tc := range cases {
@@ -219,6 +223,9 @@ func TestRemovedBackendKeptWhileHTTPRouteNamesIt(t *testing.T) {
 			o := observedRoute(true)
 			o["route"] = routedObject(true, "qwen-a")
 			o["httproute"] = tc.httpRoute
+			if tc.httpRoute == nil {
+				delete(o, "httproute")
+			}
 			rsp := run(t, newRequest(t, xr, o, req))
 			var got []string
 			for _, n := range b {

@@ -55,7 +55,7 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			gateway:  gwReady,
 			observed: with(statusObject("True", "Serving", true)),
 			want:     "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted",
-			ttl:      time.Minute,
+			ttl:      route.ReadyRequeue,
 		},
 		"BothNotReady": {
 			reason:   "Both say the gateway rolls out: wait, quoting its reason, and let the ConfigMap's watch, not the TTL, bring the end.",
@@ -66,7 +66,7 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			ttl:      route.WatchedGatewayRequeue,
 		},
 		"GatewayAndRoute": {
-			reason:  "Waiting for the gateway and for AI Gateway's verdict on the route: the ConfigMap's watch wakes the ModelRoute for only one of them, so look again soon.",
+			reason:  "Waiting for the gateway and for AI Gateway's verdict on the route: the ConfigMap's watch wakes the ModelRoute for only one of them, so look again in 2 s, backing off.",
 			gateway: gwRolling,
 			observed: func() map[string]obj {
 				o := with(statusObject("False", "OldReplicasPresent", true))
@@ -75,15 +75,15 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			}(),
 			want:    "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
 			message: "Also:",
-			ttl:     notReadyTTL,
+			ttl:     2 * time.Second,
 		},
 		"ConfigMapAhead": {
-			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: GatewayStatusStale until both agree, and look again in a second, since no event will announce the status.",
+			reason:   "The ConfigMap already says ready, Crossplane has not written the InferenceGateway's status yet: GatewayStatusStale until both agree, and look again in 2 s, since no event will announce the status.",
 			gateway:  gwRolling,
 			observed: with(statusObject("True", "Serving", true)),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
 			message:  "(OldReplicasPresent)",
-			ttl:      compose.FastRequeue,
+			ttl:      2 * time.Second,
 		},
 		"ConfigMapBehind": {
 			reason:   "The InferenceGateway says ready, the ConfigMap not yet: a slow provider must not make the ModelRoute ready early, nor keep it ready late; GatewayStatusStale names the two.",
@@ -91,7 +91,7 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			observed: with(statusObject("False", "OldReplicasPresent", true)),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
 			message:  "gateway-status ConfigMap on the gateway cluster says gatewayReady=False (OldReplicasPresent)",
-			ttl:      compose.FastRequeue,
+			ttl:      2 * time.Second,
 		},
 		"NotPublished": {
 			reason:   "No ConfigMap observed (a gateway composed by an older version): the InferenceGateway's condition decides, and the ModelRoute looks again soon.",
@@ -99,14 +99,14 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 			observed: with(nil),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
 			message:  "(OldReplicasPresent)",
-			ttl:      notReadyTTL,
+			ttl:      2 * time.Second,
 		},
 		"StalePublished": {
 			reason:   "The Object's last look failed: its old data is no evidence; the InferenceGateway's condition decides.",
 			gateway:  gwRolling,
 			observed: with(statusObject("True", "Serving", false)),
 			want:     "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
-			ttl:      notReadyTTL,
+			ttl:      2 * time.Second,
 		},
 	}
 	for name, tc := range cases {
@@ -130,7 +130,8 @@ func TestRoutingFollowsPublishedGatewayStatus(t *testing.T) {
 }
 
 // TestGatewayPublishesItsStatus checks the ConfigMap the InferenceGateway
-// publishes: GatewayReady's status and reason, and nothing that changes
+// publishes: GatewayReady's status and reason, what a route reads of the
+// gateway's spec (its listener, its client certificate), and nothing that changes
 // more often (the message carries rollout counters); and, from the first
 // reconcile that reports GatewayReady after one that could not, when that
 // was, so that the ConfigMap changes and wakes the ModelRoutes.
@@ -152,47 +153,74 @@ func TestGatewayPublishesItsStatus(t *testing.T) {
 		xr       obj
 		observed map[string]obj
 		want     obj
+		required map[string][]obj
+		// wantKeys, when set, are checked instead of want: only these keys.
+		wantKeys obj
 	}{
 		"Ready": {
 			reason:   "GatewayReady True: its status and reason.",
 			xr:       reporting,
 			observed: observedGateway("203.0.113.10", true, rolled, true),
-			want:     obj{"gatewayReady": "True", "reason": "Serving"},
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "listener": "http", "clientCertificate": "false"},
 		},
 		"Rolling": {
 			reason:   "GatewayReady False: its status and reason, not the counters.",
 			xr:       reporting,
 			observed: observedGateway("203.0.113.10", true, rolling, true),
-			want:     obj{"gatewayReady": "False", "reason": "OldReplicasPresent"},
+			want:     obj{"gatewayReady": "False", "reason": "OldReplicasPresent", "listener": "http", "clientCertificate": "false"},
 		},
 		"FirstReconcile": {
 			reason:   "No GatewayReady yet: the gateway reports from now.",
 			xr:       gatewayXR(nil),
 			observed: observedGateway("203.0.113.10", true, rolled, true),
-			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z", "listener": "http", "clientCertificate": "false"},
 		},
 		"ReportsAgain": {
 			reason:   "The last reconcile failed (GatewayReady Unknown, FatalError) while the ConfigMap said True: the ConfigMap changes though the verdict does not.",
 			xr:       failed,
 			observed: published(rolled, "2026-11-30T08:00:00Z"),
-			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z"},
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-12-01T12:00:00Z", "listener": "http", "clientCertificate": "false"},
+		},
+		"TLS": {
+			reason:   "What a route reads of the gateway's spec is published too, so that turning TLS on wakes every route: routes attach to https.",
+			xr:       withStatusOf(reporting, gatewayXR(tlsSpec)),
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			required: map[string][]obj{"tls-secret-llm-tls": {tlsSecret(true, true)}},
+			wantKeys: obj{"listener": "https", "clientCertificate": "false"},
+		},
+		"ClientCertificate": {
+			reason:   "And turning the client certificate on wakes them too: their backends may require it.",
+			xr:       withStatusOf(reporting, gatewayXR(issuerClientCertSpec)),
+			observed: observedGateway("203.0.113.10", true, rolled, true),
+			wantKeys: obj{"listener": "http", "clientCertificate": "true"},
 		},
 		"Carried": {
 			reason:   "Reporting, as before: the time published before is carried, so the ConfigMap does not change.",
 			xr:       reporting,
 			observed: published(rolled, "2026-11-30T08:00:00Z"),
-			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-11-30T08:00:00Z"},
+			want:     obj{"gatewayReady": "True", "reason": "Serving", "reportingSince": "2026-11-30T08:00:00Z", "listener": "http", "clientCertificate": "false"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := New(logging.NewNopLogger())
 			f.now = func() time.Time { return now }
-			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, tc.observed, nil))
+			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, tc.observed, tc.required))
 			if err != nil {
 				t.Fatal(err)
 			}
 			m := manifest(rsp, "gateway-status")
+			if tc.wantKeys != nil {
+				data, _ := m["data"].(obj)
+				got := obj{}
+				for k := range tc.wantKeys {
+					got[k] = data[k]
+				}
+				if diff := cmp.Diff(tc.wantKeys, got); diff != "" {
+					t.Errorf("%s\ngateway-status data: -want, +got:\n%s", tc.reason, diff)
+				}
+				return
+			}
 			if diff := cmp.Diff(tc.want, m["data"]); diff != "" {
 				t.Errorf("%s\ngateway-status data: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -205,9 +233,9 @@ func TestGatewayPublishesItsStatus(t *testing.T) {
 
 // TestRouteRequeueWhileWatchesHeldBack checks that a ModelRoute whose
 // watch events Crossplane's circuit breaker holds back (Responsive=False,
-// WatchCircuitOpen) asks to be looked at again within a second while it
-// waits, backing off the longer it waits, and that a closed circuit leaves
-// it to the watches.
+// WatchCircuitOpen) asks to be looked at again as long after as it has
+// waited, from 2 s to the breaker's half-open 30 s, and that a closed
+// circuit leaves it to the watches.
 func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
@@ -236,9 +264,10 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 		xr     obj
 		want   time.Duration
 	}{
-		"HeldBackJustNow": {"The circuit is open and the route has waited 10 s: a second.", xr(true, 10*time.Second), compose.FastRequeue},
-		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to 5 s.", xr(true, 5*time.Minute), compose.SlowRequeue},
-		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: the not-ready default.", xr(true, 20*time.Minute), notReadyTTL},
+		"HeldBackJustNow": {"The circuit is open and the route has waited 1 s: 2 s, the back-off's first step.", xr(true, time.Second), 2 * time.Second},
+		"HeldBackFor10s":  {"The circuit is open and the route has waited 10 s: as long again.", xr(true, 10*time.Second), 10 * time.Second},
+		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to the breaker's half-open interval.", xr(true, 5*time.Minute), compose.HeldBackBackoff.Max},
+		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: still no slower than the half-open interval.", xr(true, 20*time.Minute), compose.HeldBackBackoff.Max},
 		"WatchesFlowing":  {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), route.WatchedGatewayRequeue},
 		"OpenLongAgo":     {"Responsive has said False for 10 minutes: Crossplane closes the breaker only on the next event, which passes after the 5-minute cooldown; rest.", xrOpenSince(now.Add(-10 * time.Minute)), route.WatchedGatewayRequeue},
 	}
@@ -316,6 +345,114 @@ func TestReadyAgreesWithRoutingReady(t *testing.T) {
 			}
 			if diff := cmp.Diff(map[string]bool{"Ready": tc.want, "RoutingReady": tc.want}, map[string]bool{"Ready": ready, "RoutingReady": routing}); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s\nresources: %v", tc.reason, diff, s.Resources)
+			}
+		})
+	}
+}
+
+// withStatusOf is xr with the status of from.
+func withStatusOf(from, xr obj) obj {
+	xr["status"] = from["status"]
+	return xr
+}
+
+// TestRouteNeverFollowsAnOlderGatewayVerdict checks that a ModelRoute
+// never goes back to a GatewayReady verdict older than the one its status
+// says it followed: Crossplane's cached copy of the InferenceGateway can lag
+// (and Crossplane re-applies its cached conditions at the start of every
+// gateway reconcile), and a route that read an old True while both of its
+// inputs lagged said RoutingReady=True through its gateway's outage.
+func TestRouteNeverFollowsAnOlderGatewayVerdict(t *testing.T) {
+	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
+	const (
+		t1 = "2026-12-04T10:00:00Z" // the gateway became ready
+		t2 = "2026-12-04T10:05:00Z" // its outage began
+		t3 = "2026-12-04T10:07:00Z" // it was ready again
+	)
+	gw := func(ready bool, reason, since, uid string) []obj {
+		g := inferenceGateway(ready, reason, false)
+		g["metadata"].(obj)["uid"] = uid
+		g["status"].(obj)["conditions"].([]any)[0].(obj)["lastTransitionTime"] = since
+		return []obj{g}
+	}
+	followed := func(ready bool, since, uid string) obj {
+		return obj{"name": "inference-gateway", "uid": uid, "ready": ready, "since": since}
+	}
+	cases := map[string]struct {
+		reason   string
+		followed obj
+		gateway  []obj
+		status   obj
+		want     string
+		message  string
+		ttl      time.Duration
+		record   obj
+	}{
+		"OlderTrueAfterOutage": {
+			reason:   "The route followed the outage (False since t2); a copy of the gateway still True since t1, and a ConfigMap that still says True, must not make it ready: GatewayStatusStale, look again in 2 s, and keep the record.",
+			followed: followed(false, t2, "gw-1"),
+			gateway:  gw(true, "Serving", t1, "gw-1"),
+			status:   statusObject("True", "Serving", true),
+			want:     "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale",
+			message:  "older than the GatewayReady=False since " + t2,
+			ttl:      2 * time.Second,
+			record:   followed(false, t2, "gw-1"),
+		},
+		"NewerTrue": {
+			reason:   "The gateway is ready again since t3, after the outage the route followed: route, and record t3.",
+			followed: followed(false, t2, "gw-1"),
+			gateway:  gw(true, "Serving", t3, "gw-1"),
+			status:   statusObject("True", "Serving", true),
+			want:     "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted",
+			ttl:      route.ReadyRequeue,
+			record:   followed(true, t3, "gw-1"),
+		},
+		"SameVerdict": {
+			reason:   "The verdict the route followed, read again: it stands.",
+			followed: followed(true, t1, "gw-1"),
+			gateway:  gw(true, "Serving", t1, "gw-1"),
+			status:   statusObject("True", "Serving", true),
+			want:     "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted",
+			ttl:      route.ReadyRequeue,
+			record:   followed(true, t1, "gw-1"),
+		},
+		"RecreatedGateway": {
+			reason:   "A gateway of the same name but another uid has a history of its own: its older time is no evidence of a stale copy.",
+			followed: followed(false, t2, "gw-1"),
+			gateway:  gw(true, "Serving", t1, "gw-2"),
+			status:   statusObject("True", "Serving", true),
+			want:     "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted",
+			ttl:      route.ReadyRequeue,
+			record:   followed(true, t1, "gw-2"),
+		},
+		"FirstLook": {
+			reason:  "Nothing followed yet: the verdict read is followed and recorded.",
+			gateway: gw(false, "OldReplicasPresent", t2, "gw-1"),
+			status:  statusObject("False", "OldReplicasPresent", true),
+			want:    "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway",
+			ttl:     route.WatchedGatewayRequeue,
+			record:  followed(false, t2, "gw-1"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			xr := routeXR(ab...)
+			if tc.followed != nil {
+				xr["status"] = obj{"followedGateway": tc.followed}
+			}
+			rsp := run(t, newRequest(t, xr, observedRouteWithStatus(tc.status), map[string][]obj{"gateway": tc.gateway, "secret-key-a": keyA}))
+			if diff := cmp.Diff([]string{tc.want}, summarize(rsp).Conditions); diff != "" {
+				t.Errorf("%s\nconditions: -want, +got:\n%s", tc.reason, diff)
+			}
+			if msg := condition(rsp, "RoutingReady").GetMessage(); !strings.Contains(msg, tc.message) {
+				t.Errorf("%s\nRoutingReady message %q does not contain %q", tc.reason, msg, tc.message)
+			}
+			if diff := cmp.Diff(tc.ttl, rsp.GetMeta().GetTtl().AsDuration()); diff != "" {
+				t.Errorf("%s\nTTL: -want, +got:\n%s", tc.reason, diff)
+			}
+			st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(obj)
+			if diff := cmp.Diff(tc.record, st["followedGateway"]); diff != "" {
+				t.Errorf("%s\nstatus.followedGateway: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

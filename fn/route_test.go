@@ -78,11 +78,12 @@ func observedRoute(accepted bool) map[string]obj {
 		// Live, but without data: as if the gateway had not published its
 		// status yet, so the verdict comes from the InferenceGateway.
 		"gateway-status": object("gateway-status", plainManifest("ConfigMap"), true, true),
+		"sources":        object("sources", plainManifest("ConfigMap"), true, true),
 	}
 	return o
 }
 
-var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "gateway-status", "httproute", "namespace", "route"}
+var allRoute = []string{"aibackend-a", "aibackend-b", "backend-a", "backend-b", "credential-a", "credpolicy-a", "gateway-status", "httproute", "namespace", "route", "sources"}
 
 // placed is the observed Backend and AIServiceBackend Objects of the named
 // backends, live and Ready on the gateway cluster: what a backend needs

@@ -76,9 +76,9 @@ func TestTTL(t *testing.T) {
 			want:   response.DefaultTTL,
 		},
 		"GatewayReadyBreakerOpen": {
-			reason: "A ready gateway whose watch events Crossplane's circuit breaker holds back looks again every 5 s, not at the one-minute TTL.",
+			reason: "A ready gateway whose watch events Crossplane's circuit breaker holds back looks again at the back-off's slowest, not at the one-minute TTL.",
 			req:    newRequest(t, gatewayResponsive(now.Add(-time.Minute), "False"), observedGateway("203.0.113.10", true, rolled, true), nil),
-			want:   compose.SlowRequeue,
+			want:   compose.GatewayBackoff.Max,
 		},
 		"GatewayReadyBreakerClosedAgain": {
 			reason: "Responsive=False for longer than the breaker's cooldown: the breaker is closed; the SDK's default TTL.",
@@ -93,27 +93,32 @@ func TestTTL(t *testing.T) {
 		"GatewayRollingOut": {
 			reason: "GatewayReady just turned False: look again in a second, because the watch events that end the rollout may be held back by Crossplane's circuit breaker.",
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   compose.FastRequeue,
+			want:   time.Second,
 		},
 		"GatewayRollingOutFor90s": {
-			reason: "False for 90 s, within FastFor: still every second.",
+			reason: "False for 90 s: a quarter of the spell is more than the back-off's slowest, 10 s.",
 			req:    newRequest(t, gatewayFalseSince(now.Add(-90*time.Second)), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   compose.FastRequeue,
+			want:   10 * time.Second,
 		},
 		"GatewayRollingOutFor5m": {
-			reason: "False for 5 minutes: back off to every 5 s.",
+			reason: "False for 5 minutes: every 10 s.",
 			req:    newRequest(t, gatewayFalseSince(now.Add(-5*time.Minute)), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   compose.SlowRequeue,
+			want:   10 * time.Second,
 		},
 		"GatewayRollingOutFor20m": {
-			reason: "False for 20 minutes: stuck; the not-ready default.",
+			reason: "False for 20 minutes: still every 10 s; one gateway costs little.",
 			req:    newRequest(t, gatewayFalseSince(now.Add(-20*time.Minute)), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   notReadyTTL,
+			want:   10 * time.Second,
 		},
 		"GatewayWasTrue": {
 			reason: "The observed condition is still True from before: this is the first second of a False spell.",
 			req:    newRequest(t, gatewayTrueSince(now.Add(-time.Hour)), observedGateway("203.0.113.10", true, rolling, true), nil),
-			want:   compose.FastRequeue,
+			want:   time.Second,
+		},
+		"GatewayRollingOutFor12s": {
+			reason: "False for 12 s: a quarter of the spell, 3 s.",
+			req:    newRequest(t, gatewayFalseSince(now.Add(-12*time.Second)), observedGateway("203.0.113.10", true, rolling, true), nil),
+			want:   3 * time.Second,
 		},
 		"GatewaySecretsMissing": {
 			reason: "Waiting for a person to create callers' Secrets: no hurry.",
@@ -121,24 +126,24 @@ func TestTTL(t *testing.T) {
 			want:   notReadyTTL,
 		},
 		"RouteReady": {
-			reason: "A routing ModelRoute is reconciled at the SDK's default TTL.",
+			reason: "A routing ModelRoute rests for ten minutes: its gateway and its sources wake it through watched Objects.",
 			req:    newRequest(t, routeXR(ab...), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
-			want:   response.DefaultTTL,
+			want:   route.ReadyRequeue,
 		},
 		"RouteReadyBreakerOpen": {
-			reason: "A routing ModelRoute whose watch events Crossplane's circuit breaker holds back (its creation burst) looks at its gateway again every 5 s, not at the one-minute TTL.",
+			reason: "A routing ModelRoute whose watch events Crossplane's circuit breaker holds back (its creation burst) looks at its gateway again every 30 s, the breaker's half-open interval, not at ten minutes.",
 			req:    newRequest(t, routeResponsive(routeXR(ab...), now.Add(-time.Minute), "False"), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
 			want:   route.HeldBackRoutingRequeue,
 		},
 		"RouteReadyBreakerClosedAgain": {
-			reason: "Responsive=False for longer than the breaker's cooldown: the breaker is closed; the SDK's default TTL.",
+			reason: "Responsive=False for longer than the breaker's cooldown: the breaker is closed; rest for ten minutes.",
 			req:    newRequest(t, routeResponsive(routeXR(ab...), now.Add(-6*time.Minute), "False"), observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
-			want:   response.DefaultTTL,
+			want:   route.ReadyRequeue,
 		},
 		"RouteWaitingForGateway": {
-			reason: "A ModelRoute learns of its gateway only through required resources, which Crossplane does not watch: look again soon.",
+			reason: "A ModelRoute learns of its gateway only through required resources, which Crossplane does not watch: look again in 2 s, the back-off's first step.",
 			req:    newRequest(t, routeXR(ab...), observedRoute(true), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}),
-			want:   notReadyTTL,
+			want:   2 * time.Second,
 		},
 		"Fatal": {
 			reason: "A Fatal result keeps the default TTL: the input needs a person, not a quicker retry.",
@@ -169,11 +174,12 @@ func TestTTL(t *testing.T) {
 // crossplaneWritesStatus is the observed composite of the next reconcile:
 // xr with the status Crossplane writes from rsp at now. The function's
 // desired status replaces the fields it owned before, so a field it stops
-// sending goes (server-side apply, crossplane v2.2.0
+// sending goes (server-side apply, crossplane v2.2.0 and v2.3.0
 // composition_functions.go, FunctionComposer.Compose); each condition it
 // returns replaces the stored one, stamped now, unless type, status,
 // reason and message are all equal (crossplane-runtime v2.2.0
-// apis/common/condition.go, ConditionedStatus.SetConditions), so a new
+// apis/common/condition.go, in v2.3.0 the crossplane/apis/v2 module's
+// core/v2/condition.go, ConditionedStatus.SetConditions), so a new
 // message restarts lastTransitionTime.
 func crossplaneWritesStatus(t *testing.T, xr obj, rsp *fnv1.RunFunctionResponse, now time.Time) obj {
 	t.Helper()
@@ -214,9 +220,8 @@ func crossplaneWritesStatus(t *testing.T, xr obj, rsp *fnv1.RunFunctionResponse,
 // status.notReadySince: a new message, which restarts the condition's
 // lastTransitionTime, does not restart it; True clears it; and a
 // ModelRoute whose gateway does not report, has lost its cluster, or
-// disagrees with its gateway-status ConfigMap requeues fast for at most
-// compose.FastFor, then every route.StuckGatewayRequeue, yet follows a
-// recovery at once.
+// disagrees with its gateway-status ConfigMap backs off from 2 s to
+// route.StuckGatewayRequeue, yet follows a recovery at once.
 func TestNotReadySpell(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
@@ -265,27 +270,28 @@ func TestNotReadySpell(t *testing.T) {
 		steps  []step
 	}{
 		"GatewayRolloutCounters": {
-			reason: "The rollout counters change GatewayReady's message on every reconcile; the back-off still leaves FastRequeue after FastFor, and True ends the spell.",
+			reason: "The rollout counters change GatewayReady's message on every reconcile; the back-off still grows from the spell's start (a second, a quarter of the spell, at most 10 s), and True ends the spell.",
 			xr:     gatewayXR(nil),
 			steps: []step{
-				{at: 0, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: compose.FastRequeue, since: 0},
-				{at: time.Minute, observed: rolling(2), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: compose.FastRequeue, since: 0},
-				{at: 150 * time.Second, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: compose.SlowRequeue, since: 0},
-				{at: 200 * time.Second, observed: rolling(2), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: compose.SlowRequeue, since: 0},
+				{at: 0, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: time.Second, since: 0},
+				{at: 8 * time.Second, observed: rolling(2), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: 2 * time.Second, since: 0},
+				{at: time.Minute, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: 10 * time.Second, since: 0},
+				{at: 200 * time.Second, observed: rolling(2), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: 10 * time.Second, since: 0},
 				{at: 210 * time.Second, observed: rolled, condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", ttl: response.DefaultTTL, since: -1},
-				{at: 300 * time.Second, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: compose.FastRequeue, since: 300 * time.Second},
+				{at: 300 * time.Second, observed: rolling(1), condition: "GatewayReady=STATUS_CONDITION_FALSE/OldReplicasPresent", ttl: time.Second, since: 300 * time.Second},
 			},
 		},
 		"RouteGatewayNotReporting": {
-			reason: "The gateway's GatewayReady is Unknown after a Fatal result while its ConfigMap still says True: GatewayNotReporting, fast for FastFor whatever the message says, then every 10 s. The gateway's first good reconcile writes reportingSince into the ConfigMap, whose event wakes the route: if the gateway's status has not landed yet, look again in a second; then RoutingReady follows.",
+			reason: "The gateway's GatewayReady is Unknown after a Fatal result while its ConfigMap still says True: GatewayNotReporting, from 2 s doubling to 10 s whatever the message says. The gateway's first good reconcile writes reportingSince into the ConfigMap, whose event wakes the route: if the gateway's status has not landed yet, look again in 2 s; then RoutingReady follows, and the route rests.",
 			xr:     routeXR(ab...),
 			steps: []step{
-				{at: 0, observed: routeSees(cmTrue), required: fatal(1), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
-				{at: time.Minute, observed: routeSees(cmTrue), required: fatal(2), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
+				{at: 0, observed: routeSees(cmTrue), required: fatal(1), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: 2 * time.Second, since: 0},
+				{at: 6 * time.Second, observed: routeSees(cmTrue), required: fatal(2), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: 6 * time.Second, since: 0},
+				{at: time.Minute, observed: routeSees(cmTrue), required: fatal(2), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: route.StuckGatewayRequeue, since: 0},
 				{at: 2 * time.Minute, observed: routeSees(cmTrue), required: fatal(3), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: route.StuckGatewayRequeue, since: 0},
 				{at: 20 * time.Minute, observed: routeSees(cmTrue), required: fatal(4), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: route.StuckGatewayRequeue, since: 0},
-				{at: 20*time.Minute + 3*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: fatal(4), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: compose.FastRequeue, since: 0},
-				{at: 20*time.Minute + 4*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: response.DefaultTTL, since: -1},
+				{at: 20*time.Minute + 3*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: fatal(4), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayNotReporting", ttl: 2 * time.Second, since: 0},
+				{at: 20*time.Minute + 4*time.Second, observed: routeSees(cmReportingSince(20*time.Minute + 2*time.Second)), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: route.ReadyRequeue, since: -1},
 			},
 		},
 		"RouteGatewayLostCluster": {
@@ -297,14 +303,15 @@ func TestNotReadySpell(t *testing.T) {
 			},
 		},
 		"RouteGatewayStatusStale": {
-			reason: "The gateway rolls out for 5 minutes (both say so: rest, the watch wakes the route); then its ConfigMap says True while its condition does not yet: a new spell, fast, so RoutingReady follows the condition within a second; a disagreement that lasts (a provider without watches) backs off to 10 s after FastFor.",
+			reason: "The gateway rolls out for 5 minutes (both say so: rest, the watch wakes the route); then its ConfigMap says True while its condition does not yet: a new spell, from 2 s doubling, so RoutingReady follows the condition within seconds; a disagreement that lasts (a provider without watches) backs off to 10 s.",
 			xr:     routeXR(ab...),
 			steps: []step{
 				{at: 0, observed: routeSees(cmFalse), required: gatewayIs("False", "OldReplicasPresent", "1 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/WaitingForGateway", ttl: route.WatchedGatewayRequeue, since: 0},
-				{at: 5 * time.Minute, observed: routeSees(cmTrue), required: gatewayIs("False", "OldReplicasPresent", "2 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: compose.FastRequeue, since: 5 * time.Minute},
-				{at: 6 * time.Minute, observed: routeSees(cmTrue), required: gatewayIs("False", "NoReplicaAvailable", "0 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: compose.FastRequeue, since: 5 * time.Minute},
+				{at: 5 * time.Minute, observed: routeSees(cmTrue), required: gatewayIs("False", "OldReplicasPresent", "2 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: 2 * time.Second, since: 5 * time.Minute},
+				{at: 5*time.Minute + 4*time.Second, observed: routeSees(cmTrue), required: gatewayIs("False", "OldReplicasPresent", "2 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: 4 * time.Second, since: 5 * time.Minute},
+				{at: 6 * time.Minute, observed: routeSees(cmTrue), required: gatewayIs("False", "NoReplicaAvailable", "0 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: route.StuckGatewayRequeue, since: 5 * time.Minute},
 				{at: 7 * time.Minute, observed: routeSees(cmTrue), required: gatewayIs("False", "OldReplicasPresent", "2 of 3"), condition: "RoutingReady=STATUS_CONDITION_FALSE/GatewayStatusStale", ttl: route.StuckGatewayRequeue, since: 5 * time.Minute},
-				{at: 7*time.Minute + 5*time.Second, observed: routeSees(cmTrue), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: response.DefaultTTL, since: -1},
+				{at: 7*time.Minute + 5*time.Second, observed: routeSees(cmTrue), required: gatewayIs("True", "Serving", "serving"), condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", ttl: route.ReadyRequeue, since: -1},
 			},
 		},
 	}
@@ -354,9 +361,9 @@ func TestBreakerCooldownFromInput(t *testing.T) {
 			want:   response.DefaultTTL,
 		},
 		"Longer": {
-			reason:   "Crossplane runs with a 10-minute cooldown: open for 6 minutes still holds events back; look again every 5 s.",
+			reason:   "Crossplane runs with a 10-minute cooldown: open for 6 minutes still holds events back; look again every 10 s.",
 			cooldown: "10m",
-			want:     compose.SlowRequeue,
+			want:     compose.GatewayBackoff.Max,
 		},
 	}
 	for name, tc := range cases {

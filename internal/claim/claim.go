@@ -10,7 +10,7 @@
 // compose the cluster: the winner its own name (its claim), a loser the
 // winner's. Only the function writes it, on every reconcile, and Crossplane
 // applies the composite's status with server-side apply as one field
-// manager (crossplane v2.2.0 composition_functions.go,
+// manager (crossplane v2.2.0 and v2.3.0 composition_functions.go,
 // FunctionComposer.Compose, the status patch with FieldOwnerXR), so a field
 // the function stops writing goes: a loser never keeps a claim.
 //
@@ -128,7 +128,7 @@ func Decide(self Claimant, others []Claimant, listed bool, previous Leftovers) D
 	// Self takes the cluster over. The gateway it lost to before, if it
 	// did, is the one whose Objects may still be there. Crossplane removes
 	// a deleted composite's finalizer at once, without running the
-	// pipeline (crossplane v2.2.0
+	// pipeline (crossplane v2.2.0 and v2.3.0
 	// internal/controller/apiextensions/composite/reconciler.go, Reconcile,
 	// the meta.WasDeleted branch), so the composite is gone from the list
 	// while the garbage collector deletes its composed resources, which

@@ -69,6 +69,11 @@ type Result struct {
 	// Requirements are the resources the composer needs Crossplane to fetch.
 	// They are sent on every call, as Crossplane expects.
 	Requirements map[string]Requirement
+
+	// Evidence is what the verdict was judged from, as key-value pairs the
+	// function logs at debug level with the reconcile, so that a verdict
+	// can be traced to the inputs that reconcile read. Never a secret.
+	Evidence []any
 }
 
 // Desired is one composed resource the composer built.

@@ -172,14 +172,14 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 // whose policies allow it, and removes the Object's finalizer only once it
 // reads the remote object as gone (crossplane-runtime v2.4.0
 // pkg/reconciler/managed/reconciler.go, Reconcile, the meta.WasDeleted
-// branch; provider-kubernetes v1.3.1
+// branch; provider-kubernetes v1.3.1 and v1.4.1
 // internal/controller/namespaced/object/object.go, Observe reports
 // ResourceExists false only on NotFound). So no Object left means no remote
 // object left to be deleted.
 //
 // Nothing wakes it when they go (it does not compose them), so it looks
 // again soon: by how long the oldest of them has been deleted
-// (compose.Backoff), or at the default TTL while one of them is not
+// (compose.GatewayBackoff), or at the default TTL while one of them is not
 // being deleted at all, which waits for a person.
 func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion string) *compose.Result {
 	res := release(req)
@@ -210,7 +210,7 @@ func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion
 		if stuck {
 			msg += fmt.Sprintf(". An Object not being deleted stays until someone deletes it (its InferenceGateway may have been deleted with orphan propagation): delete it if %q is gone", cl.Previous)
 		} else {
-			res.RequeueAfter = compose.Backoff(since, req.Now)
+			res.RequeueAfter = compose.GatewayBackoff.After(since, req.Now)
 		}
 	}
 	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: gatewayready.ReasonWaitingForPreviousGateway, Message: msg}}

@@ -106,7 +106,7 @@ func (b builder) observe(g gatewayready.Gateway, obs map[string]remote.Observed,
 	if err := b.observeClientCert(e, obs, cc, now); err != nil {
 		return nil, err
 	}
-	for _, check := range []func(*gatewayready.Evidence, map[string]remote.Observed) error{g.ObserveGateway, g.ObserveAnchor, g.ObserveClientPolicy, b.observeCallerAuth(g, c)} {
+	for _, check := range []func(*gatewayready.Evidence, map[string]remote.Observed) error{g.ObserveGateway, g.ObserveAnchor, g.ObserveClientPolicy, g.ObserveTrafficPolicy, b.observeCallerAuth(g, c)} {
 		if err := check(e, obs); err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (b builder) observe(g gatewayready.Gateway, obs map[string]remote.Observed,
 // verdictResources are the composition resources whose observed Objects
 // hold the evidence for GatewayReady.
 var verdictResources = gatewayready.Resources{
-	Gateway: resourceGateway, AnchorRoute: resourceAnchorRoute, ClientPolicy: resourceClientPolicy,
+	Gateway: resourceGateway, AnchorRoute: resourceAnchorRoute, ClientPolicy: resourceClientPolicy, TrafficPolicy: resourceFailoverPolicy,
 	EnvoyDeployment: ResourceEnvoyDeployment, EnvoyProxy: resourceEnvoyProxy, FilterConfigSecret: resourceFilterConfigSecret,
 }
 
@@ -142,7 +142,7 @@ func (b builder) resources(obs map[string]remote.Observed, ev *gatewayready.Evid
 		resourceEnvoyProxy:      {Object: b.envoyProxy(ev.Marker.Value, b.envoyProxyBackendTLS(cc)), Ready: ready(resourceEnvoyProxy)},
 		resourceGateway:         {Object: b.gateway(), Ready: ev.Address != "" && ev.ListenersProgrammed},
 		resourceAnchorRoute:     {Object: b.anchorRoute(), Ready: ev.AnchorAccepted},
-		resourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ready(resourceFailoverPolicy)},
+		resourceFailoverPolicy:  {Object: b.failoverPolicy(), Ready: ev.TrafficPolicyAccepted},
 		resourceClientPolicy:    {Object: b.clientPolicy(), Ready: ev.ClientPolicyAccepted},
 		ResourceEnvoyDeployment: {Object: b.envoyDeployment(rule.Expression), Ready: ev.Deployment != nil && ev.Rollout.Ready},
 		ResourceGatewayStatus:   {Object: b.gatewayStatus(c, reporting), Ready: ready(ResourceGatewayStatus)},

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,15 @@ type Verdict struct {
 	Reported bool
 	Reason   string
 	Message  string
+	// Since is the condition's lastTransitionTime. Crossplane stamps each
+	// condition a function returns with the time of the reconcile and
+	// keeps the one it had when status, reason and message are unchanged
+	// (crossplane v2.3.0 internal/controller/apiextensions/composite/
+	// composition_functions.go, FunctionComposer.Compose, and reconciler.go
+	// calling SetConditions; crossplane apis v2.4.0 core/v2/condition.go,
+	// Condition.Equal), so a copy that carries an older one is an older
+	// verdict.
+	Since time.Time
 }
 
 // VerdictNotReported is the reason ReadVerdict gives an InferenceGateway
@@ -55,7 +65,7 @@ const VerdictNotReported = "NotReported"
 // InferenceGateway, as a ModelRoute sees it through a required resource.
 // A missing condition, or an Unknown one, is not Reported: Crossplane sets
 // a function's condition Unknown, reason FatalError, when the pipeline
-// returned a Fatal result or could not be run (crossplane v2.2.0
+// returned a Fatal result or could not be run (crossplane v2.2.0 and v2.3.0
 // internal/controller/apiextensions/composite/reconciler.go, Reconcile),
 // and then applies nothing, so the gateway's other evidence is as old as
 // its last successful reconcile.
@@ -71,7 +81,7 @@ func ReadVerdict(xr map[string]any) (Verdict, error) {
 		return Verdict{Reason: VerdictNotReported, Message: "the gateway has not reported " + ConditionType + " yet"}, nil
 	}
 	reported := c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse
-	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message}, nil
+	return Verdict{Ready: upstream.IsTrue(c), Reported: reported, Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.Time}, nil
 }
 
 // Listener names. Model routes bind to one of them by sectionName.
@@ -104,6 +114,15 @@ const (
 	// StatusKeyReportingSince holds when the gateway last began to report
 	// GatewayReady again after a reconcile that could not (reportingSince).
 	StatusKeyReportingSince = "reportingSince"
+	// StatusKeyListener holds the listener routes attach to (RouteView's
+	// TLS), and StatusKeyClientCertificate whether the gateway presents a
+	// client certificate (RouteView's ClientCertificate), "true" or
+	// "false". A route reads both from the InferenceGateway's spec; they
+	// are here so that a change of either wakes every route through the
+	// ConfigMap's watch, as GatewayReady's does: a ready route otherwise
+	// looks again only at its TTL (route.ReadyRequeue).
+	StatusKeyListener          = "listener"
+	StatusKeyClientCertificate = "clientCertificate"
 )
 
 // RouteView is what a ModelRoute uses of its InferenceGateway's spec: the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,12 +50,12 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 
 // aiGatewayMetadata is the dynamic-metadata namespace AI Gateway's
 // ext-proc writes per request: the llmRequestCosts of the route under their
-// metadataKey (the ModelRoute's llm_input_token, llm_output_token,
-// llm_total_token), backend_name, model_name_override and response_model
+// metadataKey (the ModelRoute's names.InputTokensKey, OutputTokensKey and
+// TotalTokensKey), backend_name, model_name_override and response_model
 // (ai-gateway v1.0.0 api/v1beta1/shared_types.go,
 // AIGatewayFilterMetadataNamespace; internal/extproc/processor_impl.go,
 // buildDynamicMetadata).
-const aiGatewayMetadata = "io.envoy.ai_gateway"
+const aiGatewayMetadata = aigv1b1.AIGatewayFilterMetadataNamespace
 
 // CallerMetadataKey is where, in AI Gateway's metadata namespace, Envoy
 // keeps the caller's client ID for the access log. The log cannot read the
@@ -95,9 +96,9 @@ var accessLogFields = map[string]string{
 	"response_model": "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":response_model)%",
 	"backend":        "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":backend_name)%",
 	"upstream_host":  "%UPSTREAM_HOST%",
-	"input_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_input_token)%",
-	"output_tokens":  "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_output_token)%",
-	"total_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":llm_total_token)%",
+	"input_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":" + names.InputTokensKey + ")%",
+	"output_tokens":  "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":" + names.OutputTokensKey + ")%",
+	"total_tokens":   "%DYNAMIC_METADATA(" + aiGatewayMetadata + ":" + names.TotalTokensKey + ")%",
 }
 
 // telemetry is the JSON access log to Envoy's stdout, or nil when

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strconv"
 	"time"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -243,6 +244,18 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // Only the listed triggers and status codes retry. Passive health checks
 // eject failing backends; the panic threshold decides what happens when a
 // tier is ejected and no healthy tier is left (docs/failover.md).
+//
+// It also carries the token budgets (budgets.go, rateLimit). They go into
+// this policy rather than one of their own: Envoy Gateway refuses a second
+// BackendTrafficPolicy that targets the same Gateway as Conflicted,
+// "another BackendTrafficPolicy has already attached to it" (gateway
+// v1.8.1 internal/gatewayapi/backendtrafficpolicy.go,
+// resolveBackendTrafficPolicyGatewayTargetRef). Without budgets the policy
+// has no rate limit, and Envoy Gateway needs no rate-limit backend. With
+// them and global rate limiting off in Envoy Gateway's configuration, it
+// refuses the whole policy, and every route it covers answers 500
+// (translateBackendTrafficPolicyForGateway): GatewayReady then says
+// TrafficPolicyNotAccepted (package gatewayready, ObserveTrafficPolicy).
 func (b builder) failoverPolicy() *remote.Object {
 	return policy(b, "BackendTrafficPolicy", names.FailoverPolicy(b.in.GatewayName), &egv1a1.BackendTrafficPolicySpec{
 		PolicyTargetReferences: b.gatewayTarget(),
@@ -262,6 +275,7 @@ func (b builder) failoverPolicy() *remote.Object {
 				PanicThreshold: new(uint32(b.spec.PanicThreshold())), //nolint:gosec // Validate keeps it within 0 to 100
 			},
 		},
+		RateLimit: b.rateLimit(),
 	})
 }
 
@@ -333,7 +347,7 @@ func (b builder) envoyDeployment(celQuery string) *remote.Object {
 // (crossplane-runtime v2.4.0 pkg/reconciler/managed/policies.go,
 // ShouldDelete). Not watched: a watch
 // would need list and watch on every Secret of the gateway cluster
-// (provider-kubernetes v1.3.1 informers.go starts a cluster-wide informer
+// (provider-kubernetes v1.3.1 and v1.4.1 informers.go starts a cluster-wide informer
 // per kind), and only the Secret's first appearance matters, which the
 // provider sees on its retry of the failing observation. The Secret holds
 // the backends' API keys, so this is composed only when the provider runs
@@ -377,7 +391,7 @@ type statusManifest struct {
 // cluster, where every ModelRoute watches it through an observe-only
 // Object, so that a ModelRoute hears of its gateway's readiness within a
 // watch event. Crossplane does not watch a composite's required resources
-// (crossplane v2.2.0: a ModelRoute sees its InferenceGateway only when it
+// (crossplane v2.2.0 and v2.3.0: a ModelRoute sees its InferenceGateway only when it
 // reconciles for another reason), and watching the Envoy Deployment from
 // every ModelRoute instead would bring each of its many rollout writes to
 // every ModelRoute's circuit breaker. This ConfigMap changes only when
@@ -389,7 +403,14 @@ func (b builder) gatewayStatus(c compose.Condition, since string) *remote.Object
 	if c.Status {
 		ready = "True"
 	}
-	data := map[string]string{StatusKeyReady: ready, StatusKeyReason: c.Reason}
+	listener := ListenerHTTP
+	if b.spec.TLSEnabled() {
+		listener = ListenerHTTPS
+	}
+	data := map[string]string{
+		StatusKeyReady: ready, StatusKeyReason: c.Reason,
+		StatusKeyListener: listener, StatusKeyClientCertificate: strconv.FormatBool(b.spec.ClientCert() != nil),
+	}
 	if since != "" {
 		data[StatusKeyReportingSince] = since
 	}

@@ -36,6 +36,9 @@ type Gateway struct {
 // verdict reads; package gateway composes them.
 type Resources struct {
 	Gateway, AnchorRoute, ClientPolicy, EnvoyDeployment string
+	// TrafficPolicy is the BackendTrafficPolicy: failover and the token
+	// budgets.
+	TrafficPolicy string
 	// EnvoyProxy carries the function's own ext-proc marker, as the Envoy
 	// Deployment's template does once Envoy Gateway has copied it.
 	EnvoyProxy string
@@ -58,6 +61,9 @@ type Evidence struct {
 	// accepted the ClientTrafficPolicy and the caller-auth SecurityPolicy
 	// for the Gateway.
 	ClientPolicyAccepted, CallerPolicyAccepted bool
+	// TrafficPolicyAccepted: Envoy Gateway accepted the
+	// BackendTrafficPolicy for the Gateway.
+	TrafficPolicyAccepted bool
 	// AuthWarnings name caller Secrets Envoy Gateway cannot use and
 	// client IDs in two Secrets; never a key.
 	AuthWarnings []string
@@ -199,6 +205,22 @@ func (g Gateway) ObserveClientPolicy(e *Evidence, obs map[string]remote.Observed
 	return err
 }
 
+// ObserveTrafficPolicy requires Envoy Gateway to have accepted the
+// BackendTrafficPolicy for this Gateway. Envoy Gateway refuses the whole
+// policy when any part of it fails to translate, global rate limits
+// without a rate-limit backend among them, and then answers 500 on every
+// route the policy covers instead of routing it: every route of the
+// Gateway, the front door's /healthz included (gateway v1.8.1
+// internal/gatewayapi/backendtrafficpolicy.go,
+// translateBackendTrafficPolicyForGateway and buildGlobalRateLimit).
+// The message quotes Envoy Gateway's.
+func (g Gateway) ObserveTrafficPolicy(e *Evidence, obs map[string]remote.Observed) error {
+	var err error
+	e.TrafficPolicyAccepted, err = g.PolicyAccepted(e, obs, g.Resources.TrafficPolicy, ReasonTrafficPolicyNotAccepted,
+		"BackendTrafficPolicy", names.FailoverPolicy(g.In.GatewayName), "; while it is refused, Envoy answers 500 on every route of the Gateway, /healthz included")
+	return err
+}
+
 // PolicyAccepted reports whether Envoy Gateway has accepted, for this
 // Gateway, the live policy observed under resource, and otherwise adds a
 // problem with reason that names the policy (what, name) and says what its
@@ -263,9 +285,9 @@ func (e *Evidence) Condition(d string, auth bool) compose.Condition {
 	msg := ""
 	if e.Problems.None() {
 		st := e.Deployment.Status
-		accepted := "anchor route and client policy accepted"
+		accepted := "anchor route, client and traffic policies accepted"
 		if auth {
-			accepted = "anchor route, client policy and caller auth accepted"
+			accepted = "anchor route, client and traffic policies and caller auth accepted"
 		}
 		msg = fmt.Sprintf("Gateway has address %s and every listener programmed; %s; Envoy Deployment %q rolled out with the ext-proc marker: %d of %d replicas run the current template, %d available",
 			e.Address, accepted, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)

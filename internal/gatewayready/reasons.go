@@ -65,6 +65,13 @@ const (
 	// ClientTrafficPolicy, so bodies over its default 32 KiB buffer fail.
 	ReasonClientPolicyNotAccepted = "ClientPolicyNotAccepted"
 
+	// ReasonTrafficPolicyNotAccepted: Envoy Gateway has not accepted the
+	// BackendTrafficPolicy, which carries failover and the token budgets.
+	// While it refuses it, every route it covers answers 500: with budgets,
+	// for example, when global rate limiting is not enabled in Envoy
+	// Gateway's configuration.
+	ReasonTrafficPolicyNotAccepted = "TrafficPolicyNotAccepted"
+
 	// ReasonCallerAuthNotAccepted: the caller-auth SecurityPolicy is not
 	// in force yet, or Envoy Gateway rejected it (Modelplane's name).
 	ReasonCallerAuthNotAccepted = "CallerAuthNotAccepted"

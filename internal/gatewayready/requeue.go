@@ -9,17 +9,17 @@ import (
 )
 
 // RequeueAfter is how soon the gateway should be reconciled again, or 0 to
-// leave it to the caller. While GatewayReady is False it backs off from a
-// second (compose.Backoff), measured from since, the start of the
-// not-ready spell the function records (compose.NotReadySince): the end
-// of a rollout is what GatewayReady waits for, and the rollout's own
-// events are what open the gateway's circuit breaker, so its watch events
-// cannot be relied on. A True GatewayReady needs no hurry while the
-// breaker is closed; while it holds the gateway's watch events back
-// (compose.WatchesHeldBack, for the Input's circuitBreakerCooldown), a
-// True GatewayReady is looked at again every compose.SlowRequeue, so that
-// a change on the gateway cluster does not leave it stale for the SDK's
-// one-minute TTL. That costs one reconcile every 5 s for at most the breaker's cooldown.
+// leave it to the caller. While GatewayReady is False it backs off
+// (compose.GatewayBackoff: from a second, by a quarter of the spell, to
+// 10 s), measured from since, the start of the not-ready spell the
+// function records (compose.NotReadySince): the end of a rollout is what
+// GatewayReady waits for, and the rollout's own events are what open the
+// gateway's circuit breaker, so its watch events cannot be relied on. A
+// True GatewayReady needs no hurry while the breaker is closed; while it
+// holds the gateway's watch events back (compose.WatchesHeldBack, for the
+// Input's circuitBreakerCooldown), a True GatewayReady is looked at again
+// at the back-off's slowest, so that a change on the gateway cluster does
+// not leave it stale for the SDK's one-minute TTL.
 // TLSSecretMissing and CallerSecretsMissing wait for a person (and for
 // Crossplane's next look at the Secrets, which it does not watch), and so
 // does ClusterAlreadyHasGateway.
@@ -33,9 +33,9 @@ func RequeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, 
 	var d time.Duration
 	switch {
 	case c.Status && compose.WatchesHeldBack(req.Composite, now, req.Input.CircuitBreakerCooldown.Duration):
-		d = compose.SlowRequeue
+		d = compose.GatewayBackoff.Max
 	case !c.Status && since != nil && !waitsForPerson(c.Reason):
-		d = compose.Backoff(since.Time, now)
+		d = compose.GatewayBackoff.After(since.Time, now)
 	}
 	if until := markerDue.Sub(now); !markerDue.IsZero() && until > 0 && (d == 0 || until < d) {
 		d = until

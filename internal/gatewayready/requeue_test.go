@@ -14,9 +14,9 @@ import (
 // TestRequeueAfterWaitsForPerson checks that a False GatewayReady backs off
 // from its spell's start only while it waits for a controller: a missing
 // Secret, TLS or callers', and a lost cluster wait for a person, and leave
-// the TTL to the caller. The back-off's steps are written out (a second for
-// the first two minutes of a spell, then five seconds until ten minutes,
-// then the caller's TTL), not computed by the code under test.
+// the TTL to the caller. The back-off's steps are written out (a quarter of
+// the spell, no less than a second and no more than ten seconds), not
+// computed by the code under test.
 func TestRequeueAfterWaitsForPerson(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	req := compose.Request{Input: &v1beta1.Input{}, Composite: map[string]any{}, Now: now}
@@ -28,11 +28,11 @@ func TestRequeueAfterWaitsForPerson(t *testing.T) {
 		"TLSSecretMissing":           {reason: ReasonTLSSecretMissing, spell: 30 * time.Second, want: 0},
 		"CallerSecretsMissing":       {reason: ReasonCallerSecretsMissing, spell: 30 * time.Second, want: 0},
 		"ClusterAlreadyHasGateway":   {reason: ReasonClusterAlreadyHasGateway, spell: 30 * time.Second, want: 0},
-		"OldReplicasPresentAt30s":    {reason: ReasonOldReplicasPresent, spell: 30 * time.Second, want: time.Second},
-		"OldReplicasPresentAt1m59s":  {reason: ReasonOldReplicasPresent, spell: 119 * time.Second, want: time.Second},
-		"OldReplicasPresentAt2m":     {reason: ReasonOldReplicasPresent, spell: 2 * time.Minute, want: 5 * time.Second},
-		"OldReplicasPresentAt9m59s":  {reason: ReasonOldReplicasPresent, spell: 599 * time.Second, want: 5 * time.Second},
-		"OldReplicasPresentAt10m":    {reason: ReasonOldReplicasPresent, spell: 10 * time.Minute, want: 0},
+		"OldReplicasPresentAt3s":     {reason: ReasonOldReplicasPresent, spell: 3 * time.Second, want: time.Second},
+		"OldReplicasPresentAt8s":     {reason: ReasonOldReplicasPresent, spell: 8 * time.Second, want: 2 * time.Second},
+		"OldReplicasPresentAt30s":    {reason: ReasonOldReplicasPresent, spell: 30 * time.Second, want: 7500 * time.Millisecond},
+		"OldReplicasPresentAt40s":    {reason: ReasonOldReplicasPresent, spell: 40 * time.Second, want: 10 * time.Second},
+		"OldReplicasPresentAt10m":    {reason: ReasonOldReplicasPresent, spell: 10 * time.Minute, want: 10 * time.Second},
 		"ListenersNotProgrammedAt1s": {reason: ReasonListenersNotProgrammed, spell: time.Second, want: time.Second},
 	}
 	for name, tc := range cases {

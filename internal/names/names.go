@@ -57,6 +57,16 @@ const (
 	// log records it (Modelplane's name).
 	CallerHeader = "x-modelplane-caller"
 
+	// InputTokensKey, OutputTokensKey and TotalTokensKey are the keys
+	// under which AI Gateway writes a response's token counts into its
+	// dynamic metadata (namespace io.envoy.ai_gateway): each ModelRoute's
+	// AIGatewayRoute names them in llmRequestCosts (ai-gateway v1.0.0
+	// internal/extproc/processor_impl.go, buildDynamicMetadata). The
+	// access log and the token budgets read them (Modelplane's names).
+	InputTokensKey  = "llm_input_token"
+	OutputTokensKey = "llm_output_token"
+	TotalTokensKey  = "llm_total_token"
+
 	// TeamNamespaceLabel is the label key a team namespace carries, and the
 	// key the Gateway's listeners admit routes by.
 	TeamNamespaceLabel = "modelplane.ai/namespace"

@@ -4,6 +4,7 @@ package remote
 
 import (
 	"maps"
+	"strings"
 )
 
 // The namespaced Object of provider-kubernetes (Crossplane v2 style).
@@ -69,7 +70,7 @@ type objectSpec struct {
 }
 
 // reference patches a value from an object on the control plane into the
-// manifest before the provider applies it (provider-kubernetes v1.3.1
+// manifest before the provider applies it (provider-kubernetes v1.3.1 and v1.4.1
 // apis/namespaced/object/v1alpha1/types.go, reference and PatchesFrom).
 // The provider reads the referenced object with its local client, that is
 // on the control plane (internal/controller/namespaced/object/object.go,
@@ -192,7 +193,7 @@ type KeyCopy struct {
 // SecretCopy is a Secret on the remote cluster whose values
 // provider-kubernetes copies from a Secret on the control plane each time
 // it applies the manifest (spec.references[].patchesFrom, read with its
-// control-plane client: provider-kubernetes v1.3.1
+// control-plane client: provider-kubernetes v1.3.1 and v1.4.1
 // internal/controller/namespaced/object/object.go, resolveReferencies). The
 // values never pass through the function or into an Object's spec.
 //
@@ -307,4 +308,87 @@ func annotationOf(m map[string]any, key string) string {
 	a, _ := md["annotations"].(map[string]any)
 	v, _ := a[key].(string)
 	return v
+}
+
+// Source names a control-plane object that a VersionsMap follows.
+type Source struct {
+	Kind, Name, Namespace string
+}
+
+// key is the Source's key in the VersionsMap: a ConfigMap key allows
+// letters, digits, '-', '_' and '.', and a kind and an object name are
+// made of those.
+func (s Source) key() string { return strings.ToLower(s.Kind) + "." + s.Name }
+
+// VersionsMap is a ConfigMap on the remote cluster whose data
+// provider-kubernetes fills with the resourceVersion of each Source on the
+// control plane, and which it watches. It carries no value of a Source,
+// only its version, so it is what makes a change of a control-plane Secret
+// or ConfigMap that Crossplane does not watch (a required resource:
+// crossplane v2.2.0 and v2.3.0 internal/controller/apiextensions/composite/
+// reconciler.go watches only composed resources) wake the composite within
+// seconds:
+//
+//   - provider-kubernetes, with watches on, starts an informer on the
+//     control plane for the kind of each reference of a watched Object,
+//     and enqueues every watched Object that references an object that
+//     changes (provider-kubernetes v1.3.1 and v1.4.1
+//     internal/controller/namespaced/object/object.go, resolveReferencies
+//     and WatchResources; indexes.go, enqueueObjectsForReferences, which
+//     matches the referenced object by name, so a Source created after
+//     the Object is found too once any watched Object has started the
+//     kind's informer);
+//   - the provider applies the ConfigMap with the new version and records
+//     it in the Object's status.atProvider.manifest (object.go,
+//     setAtProvider), a change of a composed resource that Crossplane
+//     does watch.
+//
+// The remote watch is on ConfigMaps, which the provider may list and watch
+// on the gateway cluster already (deploy/gateway-cluster-rbac.yaml); a
+// watched Secret copy would make it watch every Secret there. On the
+// control plane it may watch Secrets and ConfigMaps: Crossplane grants
+// every provider all verbs on both (crossplane v2.3.0
+// internal/controller/rbac/provider/roles/roles.go, rulesSystemExtra).
+//
+// The references are added only once the provider has finalized the Object
+// (MayReference, as for a SecretCopy): when it first finalizes an Object,
+// provider-kubernetes also puts a finalizer of its own on every object the
+// Object references (provider-kubernetes v1.3.1 and v1.4.1
+// internal/controller/namespaced/object/object.go, objFinalizer.AddFinalizer
+// and handleRefFinalizer), which would keep a team's Secret from ever being
+// deleted, and fails while one does not exist yet.
+//
+// While a Source does not exist, the provider cannot resolve the Object's
+// references and applies none of them (resolveReferencies stops at the
+// first it cannot get); it tries again on its error back-off, at most a
+// minute (crossplane-runtime v2.4.0 pkg/ratelimiter/default.go,
+// NewController), or at once when the Source's informer sees it created.
+type VersionsMap struct {
+	// Meta names the ConfigMap on the remote cluster.
+	Meta Meta
+	// Sources are the control-plane objects to follow.
+	Sources []Source
+}
+
+// Object wraps the ConfigMap in a watched Object for providerConfig: with
+// its references only when mayReference.
+func (v VersionsMap) Object(providerConfig string, mayReference bool) *Object {
+	opts := []Option{Watch()}
+	if mayReference {
+		for _, s := range v.Sources {
+			fp := "metadata.resourceVersion"
+			opts = append(opts, patchFrom(patchesFrom{
+				APIVersion: "v1", Kind: s.Kind, Name: s.Name, Namespace: s.Namespace, FieldPath: &fp,
+			}, "data["+s.key()+"]"))
+		}
+	}
+	return Wrap(providerConfig, &versionsManifest{APIVersion: "v1", Kind: "ConfigMap", Metadata: v.Meta}, opts...)
+}
+
+// versionsManifest is a VersionsMap's ConfigMap as the function desires
+// it: no data, which the references fill in.
+type versionsManifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   Meta   `json:"metadata"`
 }

@@ -63,7 +63,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)
 	res.RequeueAfter = requeueAfter(req, &p, gw, since)
-	res.Status = &v1alpha1.ModelRouteStatus{Model: model, Address: gw.address, Backends: &v1alpha1.BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since}
+	res.Evidence = gw.evidence()
+	res.Status = &v1alpha1.ModelRouteStatus{Model: model, Address: gw.address, Backends: &v1alpha1.BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since, FollowedGateway: gw.followed}
 	return res, nil
 }
 
@@ -127,6 +128,13 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	// Ready must agree with it.
 	st := b.observed[ResourceGatewayStatus]
 	set(ResourceGatewayStatus, b.gatewayStatus(), st.Live() || !st.Reported())
+	// The sources ConfigMap only wakes the ModelRoute; nothing serves
+	// through it, so it never holds the route's Ready back, not even
+	// while a Secret it follows is missing and the provider cannot apply
+	// it (the missing key's backend says so).
+	if src := sources(b.spec, b.namespace); len(src) > 0 {
+		set(ResourceSources, b.sourceVersions(src), true)
+	}
 	for _, be := range b.spec.Backends {
 		ca := bs.cas[be.Name]
 		// A Backend that serves keeps its TLS until its new CA is on

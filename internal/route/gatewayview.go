@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -26,6 +29,10 @@ type gatewayView struct {
 	// resumed is when the ConfigMap says the gateway began to report
 	// again after a reconcile that could not, if it says so.
 	resumed time.Time
+	// followed is the verdict RoutingReady follows, recorded in the
+	// ModelRoute's status so that a later reconcile never goes back to an
+	// older one.
+	followed *v1alpha1.FollowedGateway
 }
 
 // readGateway reads the InferenceGateway the ModelRoute names, and judges
@@ -41,7 +48,9 @@ func readGateway(req compose.Request) gatewayView {
 	gw := items[0]
 	md, _ := gw["metadata"].(map[string]any)
 	gwName, _ := md["name"].(string)
-	v := gatewayView{reason: ReasonWaitingForGateway}
+	gwUID, _ := md["uid"].(string)
+	prev := followedBefore(req.Composite)
+	v := gatewayView{reason: ReasonWaitingForGateway, followed: prev}
 	st, _ := gw["status"].(map[string]any)
 	v.address, _ = st["address"].(string)
 	spec, err := gateway.ReadRouteView(gw)
@@ -55,8 +64,56 @@ func readGateway(req compose.Request) gatewayView {
 		v.why = fmt.Sprintf("the InferenceGateway %q has unreadable conditions: %v", gwName, err)
 		return v
 	}
+	read := &v1alpha1.FollowedGateway{Name: gwName, UID: gwUID, Ready: verdict.Ready, Since: metav1.NewTime(verdict.Since)}
+	if older(read, prev) {
+		v.reason = ReasonGatewayStatusStale
+		v.why = fmt.Sprintf("this reconcile read the InferenceGateway %q as %s=%s since %s, older than the %s=%s since %s this ModelRoute already followed: "+
+			"a copy that has not caught up, from Crossplane's cache or from Crossplane re-applying the conditions it had cached (crossplane/crossplane#7062); looking again shortly",
+			gwName, gateway.ConditionType, conditionStatus(read.Ready), read.Since.UTC().Format(time.RFC3339),
+			gateway.ConditionType, conditionStatus(prev.Ready), prev.Since.UTC().Format(time.RFC3339))
+		return v
+	}
+	v.followed = read
 	published(req.Observed, verdict, gwName, &v)
 	return v
+}
+
+// followedBefore is the gateway verdict the ModelRoute's status says it
+// last followed, or nil.
+func followedBefore(xr map[string]any) *v1alpha1.FollowedGateway {
+	st := struct {
+		FollowedGateway *v1alpha1.FollowedGateway `json:"followedGateway"`
+	}{}
+	if decode.Into("the ModelRoute", "status", xr["status"], &st) != nil {
+		return nil
+	}
+	return st.FollowedGateway
+}
+
+// older reports whether read is an older verdict of the same
+// InferenceGateway than prev. Crossplane reads required resources from its
+// informer cache (crossplane v2.3.0 cmd/crossplane/core/core.go passes the
+// cached client to xfn.NewExistingRequiredResourcesFetcher), which can lag
+// the API server under load, and re-applies the conditions it had cached at
+// the start of every reconcile of the gateway, which puts an old verdict
+// back for the length of that reconcile (crossplane/crossplane#7062). An
+// informer never goes back, and a replay carries its old
+// lastTransitionTime, so an older time is one of the two. A recreated
+// gateway (another uid) starts a new history. Times are kept to the second,
+// so a verdict replayed within the second it was replaced is not caught.
+func older(read, prev *v1alpha1.FollowedGateway) bool {
+	return prev != nil && read.Name == prev.Name && read.UID == prev.UID &&
+		!read.Since.IsZero() && read.Since.Before(&prev.Since)
+}
+
+// evidence is what the ModelRoute read of its gateway, for the debug log:
+// the verdict it followed, with its time, and the ConfigMap's agreement.
+func (v gatewayView) evidence() []any {
+	if v.followed == nil {
+		return []any{"gateway", v.reason}
+	}
+	return []any{"gateway", fmt.Sprintf("%s %s=%s since %s", v.followed.Name, gateway.ConditionType, conditionStatus(v.followed.Ready), v.followed.Since.UTC().Format(time.RFC3339)),
+		"gatewayView", fmt.Sprintf("ready=%t reason=%s watched=%t", v.verdict.Ready, v.reason, v.watched)}
 }
 
 // judge adds the gateway's reason to p while it is not ready.

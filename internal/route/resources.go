@@ -1,6 +1,7 @@
 package route
 
 import (
+	"slices"
 	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -26,6 +27,10 @@ const (
 	// ResourceGatewayStatus observes the gateway's gateway-status
 	// ConfigMap, whose changes wake the ModelRoute.
 	ResourceGatewayStatus = "gateway-status"
+	// ResourceSources is the watched ConfigMap of the versions of the
+	// control-plane Secrets and ConfigMaps the route copies (sources),
+	// whose changes wake the ModelRoute.
+	ResourceSources = "sources"
 
 	prefixBackend    = "backend-"
 	prefixAIBackend  = "aibackend-"
@@ -44,23 +49,34 @@ const (
 // observed route still names it (inRoute): deleting a Backend or
 // AIServiceBackend that the serving route still points at makes AI Gateway
 // reject the route and Envoy Gateway answer 500 until the new route is
-// applied. They go once the route no longer names them.
+// applied. They go once the route no longer names them, and only while
+// the HTTPRoute AI Gateway generated is observed live: while its Object's
+// last look failed (the HTTPRoute was being regenerated, and without
+// provider watches the Object looks again only at its poll), what Envoy
+// Gateway translates is unknown, and may still name them. The model found
+// that window (test/sim, invariant 8). An Object not observed at all has
+// not been created yet: the route's first reconcile composes it.
 func implied(s *v1alpha1.ModelRouteSpec, inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
+	hr, ok := observed[ResourceHTTPRoute]
+	known := !ok || hr.Live()
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
 	for _, b := range s.Backends {
 		out[prefixBackend+b.Name] = true
 		out[prefixAIBackend+b.Name] = true
+		// A key or a CA is a source the route follows (sources).
 		if b.APIKey != nil {
 			out[prefixCredential+b.Name] = true
 			out[prefixCredPolicy+b.Name] = true
+			out[ResourceSources] = true
 		}
 		if b.CARef() != nil {
 			out[prefixCA+b.Name] = true
+			out[ResourceSources] = true
 		}
 	}
 	for n := range observed {
 		for _, p := range []string{prefixBackend, prefixAIBackend, prefixCredential, prefixCredPolicy, prefixCA} {
-			if be, ok := strings.CutPrefix(n, p); ok && inRoute[names.Child(route, be)] {
+			if be, ok := strings.CutPrefix(n, p); ok && (inRoute[names.Child(route, be)] || !known) {
 				out[n] = true
 			}
 		}
@@ -108,7 +124,7 @@ func (b builder) namespaceObject() *remote.Object {
 // model header, so AI Gateway lists exactly this model in /v1/models. The
 // Object is watched, so AI Gateway's verdict reaches RoutingReady within a
 // watch event: an Object that is not Ready is otherwise re-read only every
-// 30 s (provider-kubernetes v1.3.1 object.go, the poll-interval hook).
+// 30 s (provider-kubernetes v1.3.1 and v1.4.1 object.go, the poll-interval hook).
 func (b builder) route(model string, refs []ref) *remote.Object {
 	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
 	for i, r := range refs {
@@ -133,11 +149,11 @@ func (b builder) route(model string, refs []ref) *remote.Object {
 				Timeouts:      &gwapiv1.HTTPRouteTimeouts{Request: new(gwapiv1.Duration(b.spec.RequestTimeout()))},
 				ModelsOwnedBy: new(b.namespace),
 			}},
-			// Token usage, for rate limits and cost reporting.
+			// Token usage, for the access log and the token budgets.
 			LLMRequestCosts: []aigv1b1.LLMRequestCost{
-				{MetadataKey: "llm_input_token", Type: aigv1b1.LLMRequestCostTypeInputToken},
-				{MetadataKey: "llm_output_token", Type: aigv1b1.LLMRequestCostTypeOutputToken},
-				{MetadataKey: "llm_total_token", Type: aigv1b1.LLMRequestCostTypeTotalToken},
+				{MetadataKey: names.InputTokensKey, Type: aigv1b1.LLMRequestCostTypeInputToken},
+				{MetadataKey: names.OutputTokensKey, Type: aigv1b1.LLMRequestCostTypeOutputToken},
+				{MetadataKey: names.TotalTokensKey, Type: aigv1b1.LLMRequestCostTypeTotalToken},
 			},
 		},
 	}, remote.ReadyWhen(upstream.CELAccepted), remote.Watch())
@@ -219,6 +235,43 @@ func (b builder) gatewayStatus() *remote.Object {
 		Metadata:   remote.Meta{Name: names.GatewayStatus(b.in.GatewayName), Namespace: b.in.GatewayNamespace},
 	}, remote.ObserveOnly(), remote.Watch())
 }
+
+// sources lists the control-plane objects whose values a route in
+// namespace ns copies to the gateway cluster, which Crossplane does not
+// watch: each backend's API-key Secret and its CA's Secret or ConfigMap,
+// each once, in the order of the spec.
+func sources(s *v1alpha1.ModelRouteSpec, ns string) []remote.Source {
+	var out []remote.Source
+	add := func(src remote.Source) {
+		if !slices.Contains(out, src) {
+			out = append(out, src)
+		}
+	}
+	for _, be := range s.Backends {
+		if be.APIKey != nil {
+			add(remote.Source{Kind: "Secret", Name: be.APIKey.SecretRef.Name, Namespace: ns})
+		}
+		if r := be.CARef(); r != nil {
+			add(remote.Source{Kind: r.KindOrDefault(), Name: r.Name, Namespace: ns})
+		}
+	}
+	return out
+}
+
+// sourceVersions is the watched ConfigMap that follows the versions of
+// the route's sources (remote.VersionsMap says how): a rotated API key or
+// CA, or one created after the route, changes it, and its change wakes
+// the ModelRoute, which then applies the copies at the new version. The
+// ready route's TTL is then a safety net only (ReadyRequeue).
+func (b builder) sourceVersions(src []remote.Source) *remote.Object {
+	may := remote.CopyStateIn(b.observed, ResourceSources).MayReference
+	return remote.VersionsMap{Meta: b.meta(names.Child(b.name, sourcesSuffix)), Sources: src}.Object(b.providerConfig, may)
+}
+
+// sourcesSuffix ends the name of the route's sourceVersions ConfigMap on
+// the gateway cluster. No copy of a backend's is a ConfigMap of that name:
+// a CA ConfigMap's copy ends in "-ca" (caCopyName).
+const sourcesSuffix = "sources"
 
 // credential is the backend's API-key Secret on the gateway cluster, under
 // the key AI Gateway reads. provider-kubernetes copies the key from the

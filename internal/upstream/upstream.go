@@ -49,7 +49,7 @@ const (
 	// an ancestor. Besides the Object's Ready, it keeps provider-kubernetes
 	// looking again every 30 s until Envoy Gateway has accepted the policy:
 	// a Ready Object is re-read only every --poll, ten minutes by default
-	// (provider-kubernetes v1.3.1 internal/controller/namespaced/object/
+	// (provider-kubernetes v1.3.1 and v1.4.1 internal/controller/namespaced/object/
 	// object.go, the poll interval hook).
 	CELPolicyAccepted = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
 	// CELPolicyAcceptedNow holds once an Envoy Gateway policy is Accepted

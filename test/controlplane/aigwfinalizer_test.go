@@ -31,8 +31,8 @@ import (
 // predicate does not filter, reconciles it again, if one happens to come.
 // So the object stays Terminating with the finalizer, and the
 // provider-kubernetes Object that made it keeps its own finalizer until
-// the object is gone (provider-kubernetes v1.3.1 internal/controller/
-// namespaced/object/object.go, Observe reports the object as existing
+// the object is gone (provider-kubernetes v1.4.1 and v1.3.1
+// internal/controller/namespaced/object/object.go, Observe reports the object as existing
 // until its Get is NotFound, and Crossplane's managed reconciler calls
 // Delete again).
 //

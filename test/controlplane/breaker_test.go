@@ -18,8 +18,8 @@ import (
 
 // Crossplane's circuit breaker of a composite, replayed over the events the
 // suite sees, so that a scenario can say what spent a ModelRoute's tokens
-// and when its breaker opened. The constants are crossplane v2.2.0's
-// defaults (cmd/crossplane/core/core.go, CircuitBreakerBurst and
+// and when its breaker opened. The constants are crossplane v2.3.0's and
+// v2.2.0's defaults (cmd/crossplane/core/core.go, CircuitBreakerBurst and
 // CircuitBreakerRefillRate; internal/circuit/token_bucket.go), which the
 // suite runs with.
 const (

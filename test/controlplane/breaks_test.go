@@ -108,9 +108,12 @@ var breaks = []deliberateBreak{{
 			"\t\t\trefs = nil\n\t\t\tdelete(res.Implied, ResourceRoute)\n\t\t}\n" +
 			"\t\tb.compose(res, model, refs, bs, accepted, served)\n",
 	}},
-	// The deletion watch, from scenario 2 on.
+	// The deletion watch, in scenario 3's rollout. In scenario 2 the route
+	// now reaches the gateway cluster only once its backends have, which
+	// is mostly after the first rollout: a run of 1-2 alone passed with
+	// this break (2026-12-04).
 	caughtBy:  "unexpected deletion of aigatewayroutes ",
-	scenarios: "^(1-2_)",
+	scenarios: "^(1-2_|3_)",
 }, {
 	name: "route-ready-without-gateway",
 	what: "RoutingReady judged from the route alone, without waiting for the gateway, " +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,32 @@ type tool struct {
 	module  string // folder under tools/
 	pkg     string // main package
 	ldflags string
+	// goToolchain, when set, is the GOTOOLCHAIN the go command runs with
+	// for this tool, its build and the download of its module: the tool's
+	// go line is newer than the Go the function itself needs.
+	goToolchain string
+	// versionFlags, when set, make the binary print its version alone:
+	// buildTool checks it is version, since the linker ignores an -X of a
+	// variable that does not exist.
+	versionFlags []string
+	// edits are source changes made only in this build, in a copy of the
+	// module (editedModules): the module cache stays as downloaded.
+	edits []sourceEdit
+}
+
+// A sourceEdit replaces old, which must occur exactly once, by new in one
+// file of a module, for one build.
+type sourceEdit struct {
+	module, version, file string
+	old, new              string
+}
+
+// goEnv is the environment the go command needs for t.
+func (t tool) goEnv() []string {
+	if t.goToolchain == "" {
+		return nil
+	}
+	return []string{"GOTOOLCHAIN=" + t.goToolchain}
 }
 
 // kubeVersionFlags set the version Kubernetes binaries report. Built from
@@ -41,12 +68,43 @@ var (
 	toolControllerManager = tool{name: "kube-controller-manager", version: "v1.36.1", module: "kubernetes",
 		pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kubeVersionFlags}
 
-	toolProvider = tool{name: "provider-kubernetes", version: "v1.3.1", module: "provider-kubernetes",
+	// The newest served pair, the default. provider-kubernetes v1.4.1
+	// needs Go 1.27.1 (its go.mod). Two of its dependencies are pinned at
+	// versions the Go module proxy refuses (crossplane-runtime/v2
+	// v2.5.0-rc.0.0.20260922181840-9d02af3667a0 and crossplane/apis/v2
+	// v2.4.1), so tools/provider-kubernetes/go.mod replaces them with
+	// v2.4.0 of each; the one thing v1.4.1 uses that v2.4.0 lacks is
+	// controller.Options.Groups, which cmd/provider/main.go sets only on
+	// the SafeStart CRD gate, and the edits below drop (crossplane-runtime
+	// v2.4.0 pkg/reconciler/customresourcesgate Setup has no such option:
+	// its gate reconciles every CRD).
+	toolProvider = tool{name: "provider-kubernetes", version: toolchain.ProviderKubernetesVersion, module: "provider-kubernetes",
+		pkg: "github.com/crossplane-contrib/provider-kubernetes/cmd/provider", goToolchain: "go1.27.3",
+		edits: []sourceEdit{
+			{module: "github.com/crossplane-contrib/provider-kubernetes", version: "v1.4.1", file: "cmd/provider/main.go",
+				old: "\tobjectv1alpha1namespaced \"github.com/crossplane-contrib/provider-kubernetes/apis/namespaced/object/v1alpha1\"\n",
+				new: "\t_ \"github.com/crossplane-contrib/provider-kubernetes/apis/namespaced/object/v1alpha1\"\n"},
+			{module: "github.com/crossplane-contrib/provider-kubernetes", version: "v1.4.1", file: "cmd/provider/main.go",
+				old: "\t\t\tGroups:                  []string{objectv1alpha1namespaced.Group, objectv1alpha1cluster.Group},\n",
+				new: ""},
+		}}
+
+	// Crossplane checks a package's crossplane.version constraint against
+	// its own version, which v2.3.0 keeps in crossplane-runtime (v2.3.0
+	// nix/build.nix sets it there; v2.2.0 kept it in internal/version).
+	toolCrossplane = tool{name: "crossplane", version: "v2.3.0", module: "crossplane",
+		pkg:          "github.com/crossplane/crossplane/v2/cmd/crossplane",
+		ldflags:      "-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=v2.3.0",
+		versionFlags: []string{"--version"}}
+
+	// The older pair, CONTROLPLANE_CONTROLLERS=older.
+	toolProviderV13 = tool{name: "provider-kubernetes", version: "v1.3.1", module: "provider-kubernetes-v1.3",
 		pkg: "github.com/crossplane-contrib/provider-kubernetes/cmd/provider"}
 
-	toolCrossplane = tool{name: "crossplane", version: "v2.2.0", module: "crossplane",
-		pkg:     "github.com/crossplane/crossplane/v2/cmd/crossplane",
-		ldflags: "-X github.com/crossplane/crossplane/v2/internal/version.version=v2.2.0"}
+	toolCrossplaneV22 = tool{name: "crossplane", version: "v2.2.0", module: "crossplane-v2.2",
+		pkg:          "github.com/crossplane/crossplane/v2/cmd/crossplane",
+		ldflags:      "-X github.com/crossplane/crossplane/v2/internal/version.version=v2.2.0",
+		versionFlags: []string{"--version"}}
 
 	toolCrane = tool{name: "crane", version: "v0.20.7", module: "crane", pkg: "github.com/google/go-containerregistry/cmd/crane"}
 
@@ -62,9 +120,59 @@ var (
 	// kubectl is the README reader's (quickstart_test.go).
 	toolKubectl = tool{name: "kubectl", version: "v1.36.1", module: "kubernetes",
 		pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeVersionFlags}
-
-	allTools = []tool{toolCrane, toolEtcd, toolProvider, toolCrossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl, toolCertManager}
 )
+
+// controllers is a Crossplane and the provider-kubernetes the suite runs
+// beside it.
+type controllers struct {
+	name       string // the value of controllersEnv that picks the pair
+	crossplane tool
+	provider   tool
+}
+
+// controllersEnv names the environment variable that picks the pair:
+// unset for the newest served pair, "older" for the one before.
+const controllersEnv = "CONTROLPLANE_CONTROLLERS"
+
+var (
+	newestControllers = controllers{name: "newest", crossplane: toolCrossplane, provider: toolProvider}
+	olderControllers  = controllers{name: "older", crossplane: toolCrossplaneV22, provider: toolProviderV13}
+)
+
+// selectedControllers returns the pair controllersEnv picks.
+func selectedControllers() (controllers, error) {
+	switch v := os.Getenv(controllersEnv); v {
+	case "", newestControllers.name:
+		return newestControllers, nil
+	case olderControllers.name:
+		return olderControllers, nil
+	default:
+		return controllers{}, fmt.Errorf("cannot use %s=%q: want %q, or unset for Crossplane %s and provider-kubernetes %s",
+			controllersEnv, v, olderControllers.name, newestControllers.crossplane.version, newestControllers.provider.version)
+	}
+}
+
+// mustControllers is selectedControllers for a test.
+func mustControllers(tb testing.TB) controllers {
+	tb.Helper()
+	p, err := selectedControllers()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// String names the pair's versions, for logs.
+func (p controllers) String() string {
+	return fmt.Sprintf("Crossplane %s and provider-kubernetes %s (%s=%s)",
+		p.crossplane.version, p.provider.version, controllersEnv, p.name)
+}
+
+// toolsFor returns every binary a control plane with pair p runs, in the
+// order they are built: only the selected pair's Crossplane and provider.
+func toolsFor(p controllers) []tool {
+	return []tool{toolCrane, toolEtcd, p.provider, p.crossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl, toolCertManager}
+}
 
 // buildMu keeps two builds from this test binary from running at once: on
 // two cores a second concurrent build only slows the first one down.
@@ -77,32 +185,107 @@ func buildTool(ctx context.Context, tb testing.TB, root string, t tool) string {
 	out := filepath.Join(root, "bin", "controlplane", t.name+"-"+t.version)
 	if _, err := os.Stat(out); err == nil {
 		tb.Logf("build %s %s: cached at %s", t.name, t.version, out)
+		checkVersion(ctx, tb, t, out)
 		return out
 	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if _, err := os.Stat(out); err == nil {
+		checkVersion(ctx, tb, t, out)
 		return out
 	}
 	var args []string
 	if t.ldflags != "" {
 		args = append(args, "-ldflags", t.ldflags)
 	}
+	moduleRoot := filepath.Join(root, "test", "controlplane", "tools", t.module)
+	if len(t.edits) > 0 {
+		args = append(args, "-modfile="+editedModules(ctx, tb, t, moduleRoot))
+	}
 	start := time.Now()
-	if err := toolchain.Build(ctx, filepath.Join(root, "test", "controlplane", "tools", t.module), out, append(args, t.pkg)...); err != nil {
+	if err := toolchain.BuildEnv(ctx, t.goEnv(), moduleRoot, out, append(args, t.pkg)...); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Logf("build %s %s: built in %s", t.name, t.version, time.Since(start).Round(time.Second))
+	checkVersion(ctx, tb, t, out)
 	return out
+}
+
+// checkVersion fails tb if bin, built for t, does not report t's version
+// (only for a tool with versionFlags).
+func checkVersion(ctx context.Context, tb testing.TB, t tool, bin string) {
+	tb.Helper()
+	if len(t.versionFlags) == 0 {
+		return
+	}
+	b, err := exec.CommandContext(ctx, bin, t.versionFlags...).Output()
+	if err != nil {
+		tb.Fatalf("cannot run %s %s: %v", bin, strings.Join(t.versionFlags, " "), err)
+	}
+	if got := strings.TrimSpace(string(b)); got != t.version {
+		tb.Fatalf("%s reports version %q, want %q: its -ldflags set no version (delete it to rebuild once they do)", bin, got, t.version)
+	}
+}
+
+// editedModules copies each module t edits out of the module cache into a
+// temporary folder, makes the edits there, and returns a -modfile for the
+// build: the tools module's go.mod and go.sum beside it, with a replace of
+// each module by its edited copy. (go build -overlay refuses to replace
+// files in the module cache.) An edit whose old text is not in the file
+// exactly once fails the build: the upstream file changed.
+func editedModules(ctx context.Context, tb testing.TB, t tool, moduleRoot string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	copies := map[string]string{} // module path -> edited copy
+	var replaces []string
+	for _, e := range t.edits {
+		cp, ok := copies[e.module]
+		if !ok {
+			cp = filepath.Join(dir, "src", fmt.Sprint(len(copies)))
+			if err := os.CopyFS(cp, os.DirFS(moduleDir(ctx, tb, e.module, e.version, t.goEnv()...))); err != nil {
+				tb.Fatalf("cannot copy %s@%s to edit it: %v", e.module, e.version, err)
+			}
+			copies[e.module] = cp
+			replaces = append(replaces, fmt.Sprintf("replace %s => %s\n", e.module, cp))
+		}
+		f := filepath.Join(cp, filepath.FromSlash(e.file))
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatalf("cannot read %s@%s %s to edit it: %v", e.module, e.version, e.file, err)
+		}
+		if n := strings.Count(string(b), e.old); n != 1 {
+			tb.Fatalf("cannot edit %s@%s %s: want %q once, found it %d times", e.module, e.version, e.file, e.old, n)
+		}
+		if err := os.WriteFile(f, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	gomod, err := os.ReadFile(filepath.Join(moduleRoot, "go.mod"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gosum, err := os.ReadFile(filepath.Join(moduleRoot, "go.sum"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	modfile := filepath.Join(dir, "go.mod")
+	if err := os.WriteFile(modfile, append(gomod, "\n"+strings.Join(replaces, "")...), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), gosum, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return modfile
 }
 
 // moduleDir returns the folder of module@version in the module cache,
 // downloading it if need be. It runs in an empty folder outside any module,
 // so it never touches a go.mod or go.sum; the checksum database still
-// verifies the download.
-func moduleDir(ctx context.Context, tb testing.TB, module, version string) string {
+// verifies the download. env is added to the go command's environment (a
+// GOTOOLCHAIN: tool.goEnv).
+func moduleDir(ctx context.Context, tb testing.TB, module, version string, env ...string) string {
 	tb.Helper()
-	dirs, err := toolchain.ModuleDirs(ctx, tb.TempDir(), module+"@"+version)
+	dirs, err := toolchain.ModuleDirsEnv(ctx, env, tb.TempDir(), module+"@"+version)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,9 +306,10 @@ func tail(path string, n int) string {
 }
 
 // TestBuildBinaries only builds (or finds cached) every binary the control
-// plane runs. .ci/run starts it beside the README's test command, so that
-// a cold machine builds the control plane while the fast tests run, and
-// the control-plane suite then finds every binary cached.
+// plane runs, with the Crossplane and provider-kubernetes controllersEnv
+// picks. .ci/run starts it beside the README's test command, so that a
+// cold machine builds the control plane while the fast tests run, and the
+// control-plane suite then finds every binary cached.
 func TestBuildBinaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the control plane's binaries")
@@ -134,5 +318,7 @@ func TestBuildBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildAll(t.Context(), t, root)
+	pair := mustControllers(t)
+	t.Logf("controllers: %s", pair)
+	buildAll(t.Context(), t, root, pair)
 }

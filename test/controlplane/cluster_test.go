@@ -35,9 +35,11 @@ import (
 // Names the control plane is set up with. The XRs under example/ name the
 // ClusterProviderConfig; the Composition names the Function, by the name
 // crossplane xpkg install and a Configuration's dependency give it: its
-// repository as a DNS label (crossplane v2.2.0 internal/xpkg/name.go,
-// ToDNSLabel, from cmd/crank/xpkg/install.go and
-// internal/controller/pkg/resolver/reconciler.go, NewPackage).
+// repository as a DNS label (the CLI, crossplane v2.2.0: internal/xpkg/
+// name.go, ToDNSLabel, from cmd/crank/xpkg/install.go; the package manager,
+// crossplane v2.3.0 internal/controller/pkg/resolver/reconciler.go,
+// NewPackage, with crossplane-runtime v2.3.0 pkg/xpkg/name.go, ToDNSLabel,
+// and v2.2.0 the same with its own internal/xpkg).
 const (
 	providerConfigName = "gpu-cluster-1"
 	functionName       = "modelplaneai-function-inference-gateway"
@@ -92,6 +94,7 @@ var (
 	gvrModelRoute    = schema.GroupVersionResource{Group: "modelplane.ai", Version: "v1alpha1", Resource: "modelroutes"}
 	gvrDeployment    = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	gvrSecret        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrConfigMap     = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	gvrNamespace     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
@@ -118,6 +121,10 @@ type cluster struct {
 	auditLog    string // the API server's audit log: every request but watches, at Metadata
 	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
+	// controllers is the Crossplane and provider-kubernetes bins holds,
+	// whose module versions the CRDs come from.
+	controllers controllers
+
 	// provider is provider-kubernetes' process, and how it was started:
 	// restartProvider starts it again with or without watches.
 	provider        *proc
@@ -134,11 +141,12 @@ type cluster struct {
 	functionPkg  string // the Function's spec.package
 }
 
-// buildAll builds (or finds cached) every binary the control plane runs.
-func buildAll(ctx context.Context, tb testing.TB, root string) map[string]string {
+// buildAll builds (or finds cached) every binary a control plane with the
+// controllers pair runs.
+func buildAll(ctx context.Context, tb testing.TB, root string, pair controllers) map[string]string {
 	bins := map[string]string{}
 	start := time.Now()
-	for _, t := range allTools {
+	for _, t := range toolsFor(pair) {
 		bins[t.name] = buildTool(ctx, tb, root, t)
 	}
 	xp, err := toolchain.Crossplane()
@@ -153,9 +161,9 @@ func buildAll(ctx context.Context, tb testing.TB, root string) map[string]string
 // startCluster brings up etcd, the API server and the controller manager,
 // and returns once the API server serves and the controller manager has
 // created the default ServiceAccount (without which no pod is admitted).
-func startCluster(ctx context.Context, tb testing.TB, root string, bins map[string]string) *cluster {
+func startCluster(ctx context.Context, tb testing.TB, root string, bins map[string]string, pair controllers) *cluster {
 	dir := tb.TempDir()
-	c := &cluster{tb: tb, root: root, dir: dir, ps: newProcs(tb, dir), ca: newCA(tb), bins: bins, token: "controlplane-test-admin"}
+	c := &cluster{tb: tb, root: root, dir: dir, ps: newProcs(tb, dir), ca: newCA(tb), bins: bins, token: "controlplane-test-admin", controllers: pair}
 
 	// etcd on a temp data dir. --unsafe-no-fsync: the data is thrown away.
 	etcdClient, etcdPeer := c.ps.freePort(), c.ps.freePort()
@@ -290,6 +298,8 @@ type crdSource struct {
 	module, version, dir string
 	// skip reports whether a file is to be left out.
 	skip func(name string) bool
+	// env is what go mod download needs to fetch the module (tool.goEnv).
+	env []string
 }
 
 // installCRDs installs every CustomResourceDefinition the composed
@@ -299,7 +309,8 @@ type crdSource struct {
 // included.
 func (c *cluster) installCRDs(ctx context.Context, providerWebhookPort int) {
 	sources := []crdSource{
-		{module: "github.com/crossplane-contrib/provider-kubernetes", version: toolProvider.version, dir: "package/crds"},
+		{module: "github.com/crossplane-contrib/provider-kubernetes", version: c.controllers.provider.version, dir: "package/crds",
+			env: c.controllers.provider.goEnv()},
 		// Envoy Gateway's own CRDs. Each file is wrapped in a Helm
 		// {{- if ...}} ... {{- end}} pair, which readCRDs drops.
 		{module: "github.com/envoyproxy/gateway", version: "v1.8.1", dir: "charts/gateway-crds-helm/templates/generated"},
@@ -314,7 +325,7 @@ func (c *cluster) installCRDs(ctx context.Context, providerWebhookPort int) {
 	}
 	var names []string
 	for _, s := range sources {
-		dir := filepath.Join(moduleDir(ctx, c.tb, s.module, s.version), s.dir)
+		dir := filepath.Join(moduleDir(ctx, c.tb, s.module, s.version, s.env...), s.dir)
 		for _, crd := range readCRDs(c.tb, dir, s.skip) {
 			if crd.GetName() == "objects.kubernetes.crossplane.io" {
 				c.pointConversionWebhook(crd, providerWebhookPort)
@@ -462,7 +473,7 @@ func (c *cluster) namespace(ctx context.Context, name string) {
 // runtime: Crossplane fetches and installs packages but runs no Deployment
 // for them, and this test plays the runtime for the function.
 func (c *cluster) startCrossplane(ctx context.Context) {
-	xpDir := moduleDir(ctx, c.tb, "github.com/crossplane/crossplane/v2", toolCrossplane.version)
+	xpDir := moduleDir(ctx, c.tb, "github.com/crossplane/crossplane/v2", c.controllers.crossplane.version, c.controllers.crossplane.goEnv()...)
 	c.namespace(ctx, crossplaneNS)
 	env := []string{"KUBECONFIG=" + c.kubeconfig} // Crossplane has no --kubeconfig flag
 	// On a fresh API server the first init can fail with `no matches for
@@ -512,7 +523,7 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 
 // startProvider runs provider-kubernetes against the cluster, with watches
 // on so that an Object's spec.watch takes effect (v1.3 defaults the feature
-// off) and with --sanitize-secrets, so that a remote Secret's data never
+// off, v1.4 on) and with --sanitize-secrets, so that a remote Secret's data never
 // lands in an Object's status.atProvider.manifest (object.go,
 // setAtProvider). Its own client, for Objects and their references on the
 // control plane, stays admin: that is Crossplane's side. Its
@@ -545,9 +556,12 @@ func (c *cluster) startProvider(ctx context.Context, webhookPort int) {
 	c.apply(ctx, cpcs...)
 }
 
-// runProvider starts provider-kubernetes' process, with --enable-watches
-// or without it (the default up to v1.3.1: cmd/provider/main.go), and
-// waits until it is ready.
+// runProvider starts provider-kubernetes' process with watches on or off,
+// always said explicitly: the default is off up to v1.3.1 and on from v1.4
+// (v1.4.1 cmd/provider/main.go, enable-watches). Off is --no-enable-watches:
+// the flag parser (kingpin v2.4.0 parser.go, Next, and flags.go, parse)
+// takes --enable-watches=false as --enable-watches followed by a stray
+// argument "false", and refuses it. It waits until the provider is ready.
 func (c *cluster) runProvider(ctx context.Context, watches bool) {
 	c.tb.Helper()
 	probe := c.ps.freePort()
@@ -559,6 +573,8 @@ func (c *cluster) runProvider(ctx context.Context, watches bool) {
 	}
 	if watches {
 		args = append(args, "--enable-watches")
+	} else {
+		args = append(args, "--no-enable-watches")
 	}
 	c.provider = c.ps.start("provider-kubernetes",
 		[]string{"KUBECONFIG=" + c.kubeconfig, "TLS_SERVER_CERTS_DIR=" + c.providerCerts},

@@ -76,8 +76,8 @@ func (c *cluster) namespaceWrites(name string) ([]auditEvent, error) {
 // never deletes it (managementPolicies Observe, Create, Update), and the
 // first write of the namespace the API server audited created it (201),
 // as provider-kubernetes' gateway identity, with a server-side apply whose
-// field manager is that Object's (provider-kubernetes v1.3.1 syncer.go,
-// SyncResource: provider-kubernetes/<Object name>).
+// field manager is that Object's (provider-kubernetes v1.4.1 and v1.3.1
+// syncer.go, SyncResource: provider-kubernetes/<Object name>).
 func (sc *scenarios) gatewayNamespaceByProvider(t *testing.T) {
 	t.Helper()
 	var obj *unstructured.Unstructured

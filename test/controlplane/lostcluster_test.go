@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
@@ -60,7 +61,7 @@ func (sc *scenarios) routeOnLostGateway(t *testing.T) {
 	// One reconcile calls the function twice, a few milliseconds apart:
 	// the first call asks for the required resources (the InferenceGateway,
 	// the API-key Secrets), and Crossplane calls again with them until the
-	// requirements stop changing (crossplane v2.2.0
+	// requirements stop changing (crossplane v2.3.0 and v2.2.0
 	// internal/xfn/required_resources.go, FetchingFunctionRunner.RunFunction).
 	reconciles := bursts(calls, time.Second)
 	if msg := stuckReconcilesProblem(len(reconciles), window); msg != "" {
@@ -165,6 +166,85 @@ func parseFunctionCalls(log, kind string, from, to time.Time) (map[string][]time
 	}
 	if seen == 0 {
 		return nil, fmt.Errorf("no %q line for a %s in the whole log: the suite's parser no longer matches fn/fn.go, or the function does not log at debug level", composedMessage, kind)
+	}
+	return out, nil
+}
+
+// functionVerdicts returns, by the XR's name, what the function computed
+// of condType for each XR of kind between from and to, by its log
+// (parseFunctionVerdicts).
+func (c *cluster) functionVerdicts(kind, condType string, from, to time.Time) (map[string][]fnVerdict, error) {
+	path := filepath.Join(c.ps.logDir, "function.log")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out, err := parseFunctionVerdicts(string(b), kind, condType, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the function's verdicts in %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// fnVerdict is one call of the function for an XR, by its log: when, the
+// status it computed for the condition, and whether it read the XR's
+// InferenceGateway as GatewayReady=False (a ModelRoute's "gateway"
+// evidence, internal/route gatewayView.evidence).
+type fnVerdict struct {
+	at                  time.Time
+	ready, gatewayFalse bool
+}
+
+// parseFunctionVerdicts returns what the function computed of condType for
+// each XR of kind between from and to, in order, by its log's
+// composedMessage lines, which carry each condition as
+// "<Type>": "<true|false>/<Reason>" (fn/fn.go). No verdict for an XR must
+// mean no call, not a line the parser no longer reads: it fails as
+// parseFunctionCalls does, and also if no line of kind carries condType
+// at all, or one carries it in another form.
+func parseFunctionVerdicts(log, kind, condType string, from, to time.Time) (map[string][]fnVerdict, error) {
+	// Every line's name and time parse: parseFunctionCalls checks them.
+	if _, err := parseFunctionCalls(log, kind, from, to); err != nil {
+		return nil, err
+	}
+	out := map[string][]fnVerdict{}
+	seen, readGateway := 0, 0
+	key := `"` + condType + `": "`
+	for l := range strings.SplitSeq(log, "\n") {
+		if !strings.Contains(l, "\t"+composedMessage+"\t") || !strings.Contains(l, `"xr-kind": "`+kind+`"`) {
+			continue
+		}
+		_, rest, ok := strings.Cut(l, key)
+		if !ok {
+			continue
+		}
+		seen++
+		v, _, _ := strings.Cut(rest, `"`)
+		status, _, _ := strings.Cut(v, "/")
+		if status != "true" && status != "false" {
+			return nil, fmt.Errorf("cannot read %s's status in the function's log line %q: the suite's parser no longer matches fn/fn.go", condType, l)
+		}
+		_, rest, _ = strings.Cut(l, `"xr-name": "`)
+		name, _, _ := strings.Cut(rest, `"`)
+		ts, _, _ := strings.Cut(l, "\t")
+		at, _ := time.Parse(time.RFC3339Nano, ts)
+		_, gw, _ := strings.Cut(l, `"gateway": "`)
+		gw, _, _ = strings.Cut(gw, `"`)
+		if strings.Contains(gw, " "+gateway.ConditionType+"=True since ") || strings.Contains(gw, " "+gateway.ConditionType+"=False since ") {
+			readGateway++
+		}
+		if !at.Before(from) && at.Before(to) {
+			out[name] = append(out[name], fnVerdict{at: at, ready: status == "true", gatewayFalse: strings.Contains(gw, " "+gateway.ConditionType+"=False since ")})
+		}
+	}
+	if seen == 0 {
+		return nil, fmt.Errorf("no %q line for a %s carries %s in the whole log: the suite's parser no longer matches fn/fn.go", composedMessage, kind, condType)
+	}
+	// Without the gateway's verdict in any line, no call would ever have
+	// read the gateway as not ready, and every early True would pass for a
+	// replay.
+	if kind == "ModelRoute" && readGateway == 0 {
+		return nil, fmt.Errorf("no %q line for a %s carries the gateway's verdict as \"gateway\": \"<name> %s=<True|False> since <time>\" in the whole log: the suite's parser no longer matches internal/route's evidence", composedMessage, kind, gateway.ConditionType)
 	}
 	return out, nil
 }

@@ -26,8 +26,9 @@ const bufferLimitRefused = "8Gi"
 // gatewayNotReporting is scenario 5h, issue 21's item 4 for a gateway
 // whose function returns Fatal: a person sets spec.connection.bufferLimit
 // out of range on the serving gateway. Crossplane then applies nothing and
-// marks GatewayReady Unknown, reason FatalError (crossplane v2.2.0
-// internal/controller/apiextensions/composite/reconciler.go, Reconcile),
+// marks GatewayReady Unknown, reason FatalError (crossplane v2.3.0 and
+// v2.2.0 internal/controller/apiextensions/composite/reconciler.go,
+// Reconcile),
 // and the gateway-status ConfigMap keeps the True of the last reconcile
 // that reported, so the ModelRoute's two views of its gateway disagree
 // for as long as the mistake stands. The route must say

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,8 @@ import (
 )
 
 // Composition resource names and labels Crossplane puts on composed
-// resources (crossplane v2.2.0 internal/xcrd and composite packages).
+// resources (crossplane v2.3.0: crossplane-runtime v2.3.0 pkg/xcrd and the
+// composite package; v2.2.0: its internal/xcrd and composite packages).
 const (
 	annotationResourceName = "crossplane.io/composition-resource-name"
 	labelComposite         = "crossplane.io/composite"
@@ -107,6 +109,18 @@ const (
 type transition struct {
 	at                      time.Time
 	status, reason, message string
+	// rv is the object's resourceVersion at that change, 0 if unknown.
+	// Written by one etcd, resourceVersions are its revisions, one counter
+	// for every object (Kubernetes asks clients not to rely on that; the
+	// suite runs its own etcd and reads them only to order writes of two
+	// objects, which the watches' arrival times cannot do).
+	rv int64
+}
+
+// revision is u's resourceVersion as an etcd revision, or 0.
+func revision(u *unstructured.Unstructured) int64 {
+	n, _ := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	return n
 }
 
 // deletion is one object the API server deleted.
@@ -173,7 +187,7 @@ type suspect struct {
 // counters of an unfinished rollout. Crossplane writes an XR's status in
 // two requests per reconcile: it server-side applies the function's
 // desired status (status.rollout here) while composing, and updates the
-// conditions (GatewayReady) at the end (crossplane v2.2.0
+// conditions (GatewayReady) at the end (crossplane v2.3.0 and v2.2.0
 // composite/composition_functions.go and reconciler.go). A watcher can see
 // the new counters with the old condition in between, for milliseconds. A
 // function that really said True would leave the pair in place until its
@@ -455,7 +469,7 @@ func (w *world) onGateway(u *unstructured.Unstructured, now time.Time) {
 	msg, _ := condition(u, gateway.ConditionType)["message"].(string)
 	w.mu.Lock()
 	if last := lastOf(w.gwTrans); st != "" && (last == nil || last.status != st || last.reason != reason) {
-		w.gwTrans = append(w.gwTrans, transition{at: now, status: st, reason: reason, message: msg})
+		w.gwTrans = append(w.gwTrans, transition{at: now, status: st, reason: reason, message: msg, rv: revision(u)})
 	}
 	w.mu.Unlock()
 	if st != "True" {
@@ -496,7 +510,7 @@ func (w *world) clearSuspect() {
 func (w *world) onRoute(u *unstructured.Unstructured, now time.Time) {
 	st, reason := conditionStatus(u, "RoutingReady"), conditionReason(u, "RoutingReady")
 	msg, _ := condition(u, "RoutingReady")["message"].(string)
-	cur := transition{at: now, status: st, reason: reason, message: msg}
+	cur := transition{at: now, status: st, reason: reason, message: msg, rv: revision(u)}
 	k := u.GetNamespace() + "/" + u.GetName()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -13,7 +13,10 @@ func TestFollowOutage(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	tr := func(s float64, status string) transition { return transition{at: at(s), status: status} }
 	// The gateway: True, False at +10 s for 70 s, True again at +80 s.
+	// Its True at +80 s is etcd revision 100.
 	gw := []transition{tr(0, "True"), tr(10, "False"), tr(80, "True")}
+	gw[2].rv = 100
+	written := func(s float64, rv int64) transition { return transition{at: at(s), status: "True", rv: rv} }
 	gf, gr := at(10), at(80)
 	bound := 90 * time.Second
 	cases := map[string]struct {
@@ -85,6 +88,19 @@ func TestFollowOutage(t *testing.T) {
 				stale: []staleFalse{{from: at(90), lasted: 110 * time.Second, open: true}}},
 			problems: []string{"(still open)"},
 		},
+		"TrueBeforeTheGateway": {
+			reason: "A route written True before its gateway's True (by resourceVersion) said RoutingReady while the gateway was not ready: the 100-route run's finding.",
+			rt:     []transition{tr(1, "True"), tr(15, "False"), written(47, 90)},
+			end:    200, held: true,
+			want:     routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: -33 * time.Second, early: true},
+			problems: []string{"while its gateway was still not GatewayReady"},
+		},
+		"SeenBeforeButWrittenAfter": {
+			reason: "The watch may deliver the route's True before the gateway's: written after it, it followed.",
+			rt:     []transition{tr(1, "True"), tr(15, "False"), written(79.9, 110)},
+			end:    200, held: true,
+			want: routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: -100 * time.Millisecond},
+		},
 		"NewReasonAfterTheRecoveryIsNoNewSpell": {
 			reason: "A route False since the outage that changes its reason after the recovery has no stale spell.",
 			rt:     []transition{tr(1, "True"), tr(15, "False"), {at: at(82), status: "False", reason: "Other"}, tr(84, "True")},
@@ -148,6 +164,149 @@ func TestTrueThroughout(t *testing.T) {
 			got := trueThroughout(tc.ts, at(10), at(60))
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("trueThroughout(...) = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFollowComputed(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tr := func(s float64, status string) transition { return transition{at: at(s), status: status} }
+	written := func(s float64, rv int64) transition { return transition{at: at(s), status: "True", rv: rv} }
+	// What the function computed: heard reads the gateway as not ready and
+	// says False; said says True.
+	heard := func(s float64) fnVerdict { return fnVerdict{at: at(s), gatewayFalse: true} }
+	said := func(s float64) fnVerdict { return fnVerdict{at: at(s), ready: true} }
+	// The gateway: False at +10 s, True again at +80 s (revision 100).
+	gw := []transition{tr(0, "True"), tr(10, "False"), written(80, 100)}
+	gf, gr := at(10), at(80)
+	// The route: down at +15 s, True written before the gateway's (a
+	// replay, or the function's lie), down again, True after the gateway.
+	replayed := []transition{tr(1, "True"), tr(15, "False"), written(47, 90), tr(48.5, "False"), written(82, 110)}
+	cases := map[string]struct {
+		reason      string
+		rt          []transition
+		fn          []fnVerdict
+		want        routeFollow
+		wantReplays []time.Duration
+		problems    []string // substrings, one per problem
+	}{
+		"ReplayTheFunctionNeverComputed": {
+			reason: "The 100-route run: a True written before the gateway's, which the function never computed after it heard of the outage, " +
+				"is Crossplane's replay; the route's return is its next True, after the gateway's.",
+			rt:          replayed,
+			fn:          []fnVerdict{said(5), heard(12), heard(30), said(81.5)},
+			want:        routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: 2 * time.Second},
+			wantReplays: []time.Duration{1500 * time.Millisecond},
+		},
+		"TwoReplays": {
+			reason:      "Each early True the function never computed is taken out in turn.",
+			rt:          []transition{tr(1, "True"), tr(15, "False"), written(30, 60), tr(31, "False"), written(47, 90), tr(49, "False"), written(82, 110)},
+			fn:          []fnVerdict{heard(12), said(81.5)},
+			want:        routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: 2 * time.Second},
+			wantReplays: []time.Duration{time.Second, 2 * time.Second},
+		},
+		"TheFunctionComputedIt": {
+			reason:   "A True the function computed after it read the gateway as not ready is its lie: it stays, and fails.",
+			rt:       replayed,
+			fn:       []fnVerdict{heard(12), said(46.9)},
+			want:     routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: -33 * time.Second, early: true},
+			problems: []string{"while its gateway was still not GatewayReady"},
+		},
+		"HeardBeforeTheWatchSawIt": {
+			reason:   "The function may read the gateway's False before the suite's watch sights it: a True after that read is still its own.",
+			rt:       replayed,
+			fn:       []fnVerdict{heard(9), said(46.9)},
+			want:     routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: -33 * time.Second, early: true},
+			problems: []string{"while its gateway was still not GatewayReady"},
+		},
+		"SaidTrueBeforeItHeard": {
+			reason: "The second 100-route run: a True the function computed from a stale read after the watch sighted the outage, " +
+				"but before the function read it, was written before the route went down; the early True is a replay.",
+			rt:          replayed,
+			fn:          []fnVerdict{said(10.3), heard(13), said(81.5)},
+			want:        routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: 2 * time.Second},
+			wantReplays: []time.Duration{1500 * time.Millisecond},
+		},
+		"ReplayStillStandingAtTheEnd": {
+			reason:      "A replay with no later transition stood until the record ends, and the route never came back.",
+			rt:          []transition{tr(1, "True"), tr(15, "False"), written(47, 90)},
+			fn:          []fnVerdict{heard(12)},
+			want:        routeFollow{wentDown: true, down: 5 * time.Second},
+			wantReplays: []time.Duration{153 * time.Second},
+			problems:    []string{"not RoutingReady=True again"},
+		},
+		"NotEarly": {
+			reason: "A route written True after its gateway needs no evidence.",
+			rt:     []transition{tr(1, "True"), tr(15, "False"), written(82, 110)},
+			want:   routeFollow{wentDown: true, down: 5 * time.Second, cameUp: true, up: 2 * time.Second},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, replays := followComputed(gw, tc.rt, gf, gr, at(200), tc.fn)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(routeFollow{}, staleFalse{})); diff != "" {
+				t.Errorf("%s\nfollowComputed(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantReplays, replays); diff != "" {
+				t.Errorf("%s\nfollowComputed(...) replays: -want, +got:\n%s", tc.reason, diff)
+			}
+			ps := got.problems(true, 90*time.Second)
+			if len(ps) != len(tc.problems) {
+				t.Fatalf("%s\nproblems(...) = %q, want %d matching %q", tc.reason, ps, len(tc.problems), tc.problems)
+			}
+			for i, want := range tc.problems {
+				if !strings.Contains(ps[i], want) {
+					t.Errorf("%s\nproblems(...)[%d] = %q, want it to contain %q", tc.reason, i, ps[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestGatewayComputed(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 13, 25, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tr := func(s float64, status string) transition { return transition{at: at(s), status: status} }
+	v := func(s float64, ready bool) fnVerdict { return fnVerdict{at: at(s), ready: ready} }
+	// The third 100-route run: the gateway went False (seen at +57.6 s; the
+	// function said False from +51 s), showed True at +64.2 s while the
+	// function still said False, and was True again at +75.6 s, which the
+	// function said at +75.5 s.
+	gw := []transition{tr(0, "True"), tr(57.6, "False"), tr(64.2, "True"), tr(65, "False"), tr(75.6, "True")}
+	gf := at(57.6)
+	cases := map[string]struct {
+		reason      string
+		fn          []fnVerdict
+		want        []transition
+		wantReplays []time.Duration
+	}{
+		"ReplayInTheOutage": {
+			reason:      "A True the function never said after it said False is Crossplane's replay: out of the record.",
+			fn:          []fnVerdict{v(10, true), v(51, false), v(57.6, false), v(66.7, false), v(75.5, true)},
+			want:        []transition{tr(0, "True"), tr(57.6, "False"), tr(65, "False"), tr(75.6, "True")},
+			wantReplays: []time.Duration{800 * time.Millisecond},
+		},
+		"TheFunctionSaidIt": {
+			reason: "A True the function said while its pods were held is its verdict: it stays, for holdOutage to fail.",
+			fn:     []fnVerdict{v(51, false), v(64, true), v(66.7, false), v(75.5, true)},
+			want:   gw,
+		},
+		"NoLog": {
+			reason:      "With no verdict in the log, every True from gf on is taken out; gatewayRecord fails when the log cannot be read.",
+			want:        []transition{tr(0, "True"), tr(57.6, "False"), tr(65, "False")},
+			wantReplays: []time.Duration{800 * time.Millisecond, 0},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, replays := gatewayComputed(gw, gf, tc.fn)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(transition{})); diff != "" {
+				t.Errorf("%s\ngatewayComputed(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantReplays, replays); diff != "" {
+				t.Errorf("%s\ngatewayComputed(...) replays: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

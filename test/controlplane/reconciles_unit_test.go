@@ -98,3 +98,73 @@ func TestParseFunctionCalls(t *testing.T) {
 		})
 	}
 }
+
+func TestParseFunctionVerdicts(t *testing.T) {
+	line := func(ts, kind, name, verdict, gw string) string {
+		return ts + "\tDEBUG\tfn/fn.go:93\tComposed\t{\"tag\": \"83c2\", \"xr-kind\": \"" + kind + "\", \"xr-name\": \"" + name +
+			"\", \"resources\": 11, \"ttl\": \"1m0s\", \"RoutingReady\": \"" + verdict + "\", \"gateway\": \"" + gw + "\"}"
+	}
+	const (
+		first   = "WaitingForGateway"
+		gwFalse = "inference-gateway GatewayReady=False since 2026-12-04T12:44:25Z"
+		gwTrue  = "inference-gateway GatewayReady=True since 2026-12-04T12:30:00Z"
+	)
+	from := time.Date(2026, 12, 4, 12, 44, 0, 0, time.UTC)
+	to := from.Add(time.Minute)
+	ts := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		must(t, err)
+		return v
+	}
+	cases := map[string]struct {
+		log     string
+		want    map[string][]fnVerdict
+		wantErr string
+	}{
+		"VerdictsInTheWindow": {
+			log: strings.Join([]string{
+				line("2026-12-04T12:43:59.000Z", "ModelRoute", "a", "true/RouteAccepted", gwTrue),
+				line("2026-12-04T12:44:10.000Z", "ModelRoute", "a", "false/WaitingForGateway", first),
+				line("2026-12-04T12:44:10.400Z", "ModelRoute", "a", "false/WaitingForGateway", gwFalse),
+				line("2026-12-04T12:44:20.000Z", "ModelRoute", "a", "true/RouteAccepted", gwTrue),
+				line("2026-12-04T12:45:00.000Z", "ModelRoute", "b", "true/RouteAccepted", gwTrue),
+			}, "\n"),
+			want: map[string][]fnVerdict{"a": {
+				{at: ts("2026-12-04T12:44:10.000Z")},
+				{at: ts("2026-12-04T12:44:10.400Z"), gatewayFalse: true},
+				{at: ts("2026-12-04T12:44:20.000Z"), ready: true},
+			}},
+		},
+		"NoLineCarriesTheCondition": {
+			log:     strings.ReplaceAll(line("2026-12-04T12:44:10.000Z", "ModelRoute", "a", "true/RouteAccepted", gwTrue), "RoutingReady", "Routable"),
+			wantErr: "carries RoutingReady",
+		},
+		"GatewayEvidenceRenamed": {
+			log:     line("2026-12-04T12:44:10.000Z", "ModelRoute", "a", "false/WaitingForGateway", "inference-gateway ready=false since 2026-12-04T12:44:25Z"),
+			wantErr: "carries the gateway's verdict",
+		},
+		"StatusSpelledOtherwise": {
+			log:     line("2026-12-04T12:44:10.000Z", "ModelRoute", "a", "True/RouteAccepted", gwTrue),
+			wantErr: "no longer matches",
+		},
+		"NoComposedLine": {
+			log:     line("2026-12-04T12:44:10.000Z", "InferenceGateway", "gw", "true/Serving", ""),
+			wantErr: "no \"Composed\" line for a ModelRoute",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseFunctionVerdicts(tc.log, "ModelRoute", "RoutingReady", from, to)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFunctionVerdicts(...): error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			must(t, err)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(fnVerdict{})); diff != "" {
+				t.Errorf("parseFunctionVerdicts(...): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}

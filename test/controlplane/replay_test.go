@@ -17,9 +17,10 @@ import (
 // applies the function's desired status together with the conditions of
 // the XR it read at the start of the reconcile ("include any pending
 // conditions so we don't lose them"), then it updates the conditions the
-// function returned (crossplane v2.2.0 internal/controller/apiextensions/
-// composite/composition_functions.go, FunctionComposer.Compose, and
-// reconciler.go, Reconcile). When a reconcile starts before the cache has
+// function returned (crossplane v2.3.0 and v2.2.0 internal/controller/
+// apiextensions/composite/composition_functions.go, FunctionComposer.Compose,
+// and reconciler.go, Reconcile; v2.3.0 skips that update when the status is
+// unchanged). When a reconcile starts before the cache has
 // the previous reconcile's update, which is usual when an event arrived
 // while that reconcile ran (the work queue runs the key again at once), its
 // apply writes the conditions of one reconcile ago back, and its update
@@ -41,8 +42,8 @@ import (
 // shows, replays included (sidecar_test.go).
 
 // xrStatusApplier is the field manager of Crossplane's server-side apply of
-// an XR's status (crossplane v2.2.0 composite/composition_functions.go,
-// FieldOwnerXR).
+// an XR's status (crossplane v2.3.0 and v2.2.0 composite/
+// composition_functions.go, FieldOwnerXR).
 const xrStatusApplier = "apiextensions.crossplane.io/composite"
 
 // conditionFields are the fields of a condition a verdict is made of.

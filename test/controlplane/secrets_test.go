@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
@@ -23,7 +24,7 @@ import (
 // provider and is never written into an Object: not into its spec (the
 // desired manifest names no data), and not into its status
 // (--sanitize-secrets redacts a Secret's data in status.atProvider.manifest,
-// provider-kubernetes v1.3.1 object.go setAtProvider). The reference is
+// provider-kubernetes v1.4.1 and v1.3.1 object.go setAtProvider). The reference is
 // added only once the credential Object exists remotely and carries its
 // finalizer: on a first reconcile crossplane-runtime v2.4.0 writes the
 // whole in-memory Object back with Update (pkg/reconciler/managed
@@ -155,7 +156,15 @@ func (sc *scenarios) controlPlaneKey(t *testing.T) string {
 // data.apiKey, the key AI Gateway reads (ai-gateway v1.0.0
 // internal/controller, apiKeyInSecret).
 func (sc *scenarios) gatewayKeyIs(ctx context.Context, want string) string {
-	name := names.Child(routeName, keyedBackend)
+	return sc.routeKeyIs(ctx, routeName, keyedBackend, want)
+}
+
+// routeKeyIs is gatewayKeyIs for the backend of the ModelRoute named
+// route: "" once that backend's Secret on the gateway cluster, which the
+// function names names.Child(route, backend) in the team's namespace,
+// holds want at data.apiKey.
+func (sc *scenarios) routeKeyIs(ctx context.Context, route, backend, want string) string {
+	name := names.Child(route, backend)
 	s, err := sc.get(ctx, gvrSecret, sc.w.teamNS, name)
 	if err != nil {
 		return err.Error()
@@ -197,4 +206,22 @@ func TestFindSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setAPIKey writes the base64 key into the control plane's API-key Secret
+// secret, as a team rotating its key does, retrying on a conflict with
+// the provider's finalizer or another writer.
+func (sc *scenarios) setAPIKey(t *testing.T, secret, key string) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := sc.get(sc.ctx, gvrSecret, teamControlNS, secret)
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(s.Object, key, "data", apiKeyField); err != nil {
+			return err
+		}
+		_, err = sc.c.dyn.Resource(gvrSecret).Namespace(teamControlNS).Update(sc.ctx, s, metav1.UpdateOptions{})
+		return err
+	}))
 }

@@ -275,7 +275,7 @@ func seconds(d time.Duration) float64 {
 // breakerQuiet is how long the composites are left alone before a timed
 // rollout: Crossplane's circuit breaker of a composite stays open for five
 // minutes after its creation burst or a rollout opened it (crossplane
-// v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
+// v2.3.0 and v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
 // that (internal/circuit/token_bucket.go, RecordEvent). A gateway and
 // routes that have been live for a while are past it.
 const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -15,25 +18,35 @@ import (
 
 // providerFirstPass is how long a restarted provider-kubernetes is given to
 // observe every Object once: its Object informer's initial list is
-// delivered as a create event per Object (controller-runtime v0.24.1, the
-// provider's: pkg/internal/source/event_handler.go, OnAdd), and each is
+// delivered as a create event per Object (controller-runtime v0.25.2 with
+// provider-kubernetes v1.4.1, v0.24.1 with v1.3.1:
+// pkg/internal/source/event_handler.go, OnAdd), and each is
 // reconciled, so until that pass is over an Object may still show what it
 // saw before the restart, or already what it sees after. The suite's few
 // dozen Objects take seconds; the margin is for a loaded machine.
 const providerFirstPass = 20 * time.Second
 
 // watchesOff is scenario 5i, issue 21's item 4 for provider-kubernetes
-// without --enable-watches (its default up to v1.3.1: cmd/provider/
-// main.go). The provider then looks at what an Object names only at its
+// with watches off (--no-enable-watches, as runProvider says; the default
+// up to v1.3.1, on from v1.4: cmd/provider/main.go, enable-watches). The
+// provider then looks at what an Object names only at its
 // --poll, ten minutes give or take a tenth, so the ModelRoute's Object of
 // the gateway-status ConfigMap keeps what it saw at the provider's start,
 // while the InferenceGateway, which Crossplane reconciles on its own spec
 // change, reports at once. A spec.auth that selects no Secret makes
 // GatewayReady False (CallerSecretsMissing) by the function's own verdict,
 // which needs no watch to be seen. The route's two views of its gateway
-// then disagree for as long as the poll is away: it must say
-// GatewayStatusStale, naming the flag, and must not spin (after
-// compose.FastFor it is looked at every route.StuckGatewayRequeue). Once
+// then disagree for as long as the poll is away: at its next look the
+// route must say GatewayStatusStale, naming the flag, and must not spin
+// (after compose.FastFor it is looked at every route.StuckGatewayRequeue).
+// A ready route looks by itself only every route.ReadyRequeue, ten
+// minutes, since with watches every change of its gateway reaches it as
+// an event; without them that is how long it may take to notice, and the
+// suite does not wait for it: it annotates the ModelRoute, a change of
+// the composite that Crossplane does watch (with no predicate: crossplane
+// v2.2.0 and v2.3.0 internal/controller/apiextensions/definition/
+// reconciler.go, the composite's WatchFor), as a person's edit would, so
+// the route looks now. Once
 // spec.auth is removed (its deny-all caller-auth policy goes with it) the
 // two views agree again, and the route follows within its TTL, without a
 // watch event (the lag is logged against the 2 s goal, not asserted). The provider is then restarted with watches,
@@ -72,7 +85,11 @@ func (sc *scenarios) watchesOff(t *testing.T) {
 		}
 	}()
 	sc.gatewayFalse(t, "a spec.auth that selects no Secret", gatewayready.ReasonCallerSecretsMissing, "")
-	// The route hears of it at its TTL: its Objects do not change.
+	// The route hears of it at its next look: its Objects do not change,
+	// and its TTL is long (route.ReadyRequeue).
+	_, err := c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Patch(sc.ctx, routeName, types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{"modelplane.ai/suite-look-now":%q}}}`, time.Now().Format(time.RFC3339Nano)), metav1.PatchOptions{})
+	must(t, err)
 	sc.eventually(t, waitRoute, "RoutingReady=False (GatewayStatusStale) naming --enable-watches", func(ctx context.Context) string {
 		u := sc.routeXR(ctx)
 		msg := fmt.Sprint(condition(u, route.ConditionType)["message"])

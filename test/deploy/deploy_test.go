@@ -177,8 +177,8 @@ func testConsistent(t *testing.T, root string, objs []object) {
 	for _, c := range containers {
 		m := c.(map[string]any)
 		// Crossplane merges the container of this name into the provider's
-		// (crossplane v2.2.0 internal/controller/pkg/runtime/runtime.go,
-		// ContainerName).
+		// (crossplane v2.3.0 and v2.2.0
+		// internal/controller/pkg/runtime/runtime.go, ContainerName).
 		if m["name"] == "package-runtime" {
 			a, _, _ := unstructured.NestedStringSlice(m, "args")
 			args = append(args, a...)
@@ -189,7 +189,7 @@ func testConsistent(t *testing.T, root string, objs []object) {
 	providerPkg, _, _ := unstructured.NestedString(provider.Object, "spec", "package")
 	functionPkg, _, _ := unstructured.NestedString(function.Object, "spec", "package")
 	configurationPkg, _, _ := unstructured.NestedString(configuration.Object, "spec", "package")
-	providerDep, providerVersion := dependency("Provider")
+	providerDep, _ := dependency("Provider")
 	functionDep, functionVersion := dependency("Function")
 
 	cases := map[string]struct {
@@ -209,8 +209,8 @@ func testConsistent(t *testing.T, root string, objs []object) {
 			got:    functionRuntimeRef, want: functionRuntime.GetName(),
 		},
 		"ProviderPackage": {
-			reason: "The Provider is the Configuration's dependency, at the lowest version it accepts.",
-			got:    providerPkg, want: repoAndTag(providerDep, providerVersion),
+			reason: "The Provider is the Configuration's dependency, at the version the control-plane suite runs by default.",
+			got:    providerPkg, want: providerDep + ":" + toolchain.ProviderKubernetesVersion,
 		},
 		"FunctionPackage": {
 			reason: "The Function is the Configuration's dependency, at the lowest version it accepts.",
@@ -267,7 +267,8 @@ func repoAndTag(pkg, constraint string) string {
 
 // installedName is the name crossplane xpkg install and the dependency
 // resolver give a package: its repository, without registry and tag, made
-// a DNS label (crossplane v2.2.0 internal/xpkg/name.go, ToDNSLabel). For a
+// a DNS label (crossplane v2.2.0 internal/xpkg/name.go, ToDNSLabel;
+// v2.3.0 moved it to crossplane-runtime v2.3.0 pkg/xpkg/name.go). For a
 // repository of lower-case letters, digits, dashes and slashes, that
 // replaces the slashes with dashes.
 func installedName(ref string) string {

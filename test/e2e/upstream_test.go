@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,15 +31,62 @@ func TestComposedResourcesMatchUpstreamCRDs(t *testing.T) {
 				t.Skipf("%s composes nothing", s.ID())
 			}
 			start := time.Now()
+			known := map[string]bool{}
 			for _, obj := range r.Composed {
 				errs := v.ValidateComposed(context.Background(), asCreated(obj))
 				for _, e := range errs {
+					if k, ok := knownRejectionOf(s.ID(), harness.ResourceName(obj), e.Error()); ok {
+						known[k.contains] = true
+						t.Logf("composed resource %q: the known upstream rejection (%s): %v", harness.ResourceName(obj), k.why, e)
+						continue
+					}
 					t.Errorf("composed resource %q (%s): %v", harness.ResourceName(obj), manifestKind(obj), e)
+				}
+			}
+			for _, k := range knownRejections {
+				if slices.Contains(k.scenarios, s.ID()) && !known[k.contains] {
+					t.Errorf("the known upstream rejection of %q no longer occurs (%s): remove its row from knownRejections, and the caveat from the docs", k.resource, k.why)
 				}
 			}
 			t.Logf("validated %d composed resources in %s", len(r.Composed), time.Since(start))
 		})
 	}
+}
+
+// A knownRejection is an error the pinned upstream CRDs give, under the
+// API server's validation of this module's Kubernetes version, on a
+// composed resource that is right by the upstream API: an upstream bug
+// that a user meets too. Its row says which scenarios meet it, and each of
+// them must still meet it, so a fixed bug fails the test until its row,
+// and the docs' caveat, go.
+type knownRejection struct {
+	scenarios []string
+	resource  string
+	// contains is part of the error.
+	contains string
+	// why names the upstream bug and its fix.
+	why string
+}
+
+// knownRejections are the known upstream rejections.
+var knownRejections = []knownRejection{{
+	scenarios: []string{"gateway/budgets", "gateway/budgets-ratelimit-disabled"},
+	resource:  "failover-policy",
+	contains:  "Maximum boundary value must be of type integer with format int32 in spec.rateLimit.global.rules[",
+	why: "Envoy Gateway v1.8.1's CRD gives rateLimit rules' limit.requests format int32 and maximum 4294967295, " +
+		"which Kubernetes 1.36 rejects for every value (envoyproxy/gateway issue 9186); v1.8.2's CRD has format int64 " +
+		"(api/v1alpha1/ratelimit_types.go, RateLimitValue.Requests). docs/budgets.md says so",
+}}
+
+// knownRejectionOf finds the known rejection that err, on the composed
+// resource of scenario id, is.
+func knownRejectionOf(id, resource, err string) (knownRejection, bool) {
+	for _, k := range knownRejections {
+		if slices.Contains(k.scenarios, id) && k.resource == resource && strings.Contains(err, k.contains) {
+			return k, true
+		}
+	}
+	return knownRejection{}, false
 }
 
 // asCreated returns a copy of a rendered composed resource with what

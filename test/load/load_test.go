@@ -294,11 +294,12 @@ func requests(t *testing.T, root string) []expectation {
 		rt.RequiredResources[key] = &fnv1.Resources{Items: []*fnv1.Resource{{Resource: st(t, r)}}}
 	}
 	// 8 plain backends (Backend, AIServiceBackend), 8 with an API key (and a
-	// Secret and a policy), the namespace, the route, and the observed
-	// HTTPRoute and gateway-status ConfigMap.
+	// Secret and a policy), the namespace, the route, the observed HTTPRoute
+	// and gateway-status ConfigMap, and the sources ConfigMap that follows the
+	// keys' resourceVersions.
 	return []expectation{
 		{req: gw, condition: "GatewayReady", resources: len(gateway.Resources)},
-		{req: rt, condition: "RoutingReady", resources: 4 + 8*2 + 8*4},
+		{req: rt, condition: "RoutingReady", resources: 5 + 8*2 + 8*4},
 	}
 }
 

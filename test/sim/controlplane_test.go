@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"google.golang.org/protobuf/proto"
@@ -87,9 +88,10 @@ func (o *cpObject) deletes() bool {
 const finalizerName = "finalizer.managedresource.crossplane.io"
 
 // observe is one reconcile of an Object by provider-kubernetes on
-// crossplane-runtime's managed reconciler (provider-kubernetes v1.3.1
-// internal/controller/namespaced/object/object.go; crossplane-runtime
-// v2.4.0 pkg/reconciler/managed/reconciler.go):
+// crossplane-runtime's managed reconciler (provider-kubernetes v1.4.1 and
+// v1.3.1 internal/controller/namespaced/object/object.go; crossplane-runtime
+// v2.4.0, which both run in the control-plane suite,
+// pkg/reconciler/managed/reconciler.go):
 //
 //   - Observe first resolves spec.references: it reads each referenced
 //     control-plane object and patches the value into its in-memory copy of
@@ -350,7 +352,11 @@ func (x *xr) object() map[string]any {
 		if c.status {
 			s = "True"
 		}
-		conds = append(conds, map[string]any{"type": t, "status": s, "reason": c.reason})
+		cd := map[string]any{"type": t, "status": s, "reason": c.reason}
+		if !c.since.IsZero() {
+			cd["lastTransitionTime"] = c.since.UTC().Format(time.RFC3339)
+		}
+		conds = append(conds, cd)
 	}
 	if conds != nil {
 		st["conditions"] = conds
@@ -421,6 +427,10 @@ func (w *world) reconcile(x *xr) {
 	if x.deleted {
 		return
 	}
+	if x == w.gateway {
+		w.gatewayReconciles++
+	}
+	w.reconciles++
 	req := &fnv1.RunFunctionRequest{
 		Meta:     &fnv1.RequestMeta{Tag: "sim"},
 		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(x.object())}, Resources: w.observedFor(x)},
@@ -439,7 +449,9 @@ func (w *world) reconcile(x *xr) {
 			break
 		}
 		last = rsp.GetRequirements()
+		w.resolving = x
 		req.RequiredResources = w.resolve(last)
+		w.resolving = nil
 	}
 	for _, r := range rsp.GetResults() {
 		if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
@@ -470,11 +482,47 @@ func (w *world) reconcile(x *xr) {
 	x.status, _ = st.(map[string]any)
 	delete(x.status, "conditions")
 	for _, c := range rsp.GetConditions() {
-		x.conditions[c.GetType()] = condition{status: c.GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE, reason: c.GetReason()}
+		x.setCondition(c.GetType(), condition{status: c.GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE, reason: c.GetReason()}, w.clock())
 	}
 	if x.kind == "InferenceGateway" {
 		w.applyRule(x)
+		w.gatewaySeen = append(w.gatewaySeen, x.object())
 	}
+}
+
+// noteOutageRead records, for invariant 9, that the ModelRoute being
+// reconciled read g, a copy of its gateway, as not ready since the gateway's
+// current outage began: it has heard of that outage.
+func (w *world) noteOutageRead(g map[string]any) {
+	cur := w.gateway.conditions["GatewayReady"]
+	if w.resolving == nil || w.resolving.kind != "ModelRoute" || cur.status {
+		return
+	}
+	st, _ := g["status"].(map[string]any)
+	for _, c := range list(st["conditions"]) {
+		m := obj(c)
+		since, _ := time.Parse(time.RFC3339, str(m["lastTransitionTime"]))
+		if m["type"] == "GatewayReady" && m["status"] == "False" && !since.Before(cur.since) {
+			w.heardOutage[w.resolving.name] = true
+		}
+	}
+}
+
+// clock is the model's time: one second per reconcile so far.
+func (w *world) clock() time.Time {
+	return time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC).Add(time.Duration(w.reconciles) * time.Second)
+}
+
+// setCondition sets a condition as Crossplane does: a change of status or
+// reason stamps it now, anything else keeps its time (crossplane apis
+// v2.4.0 core/v2/condition.go, SetConditions and Equal).
+func (x *xr) setCondition(t string, c condition, now time.Time) {
+	if old, ok := x.conditions[t]; ok && old.status == c.status && old.reason == c.reason {
+		c.since = old.since
+	} else {
+		c.since = now
+	}
+	x.conditions[t] = c
 }
 
 // resolve answers the function's requirements from the control plane.
@@ -485,7 +533,12 @@ func (w *world) resolve(reqs *fnv1.Requirements) map[string]*fnv1.Resources {
 		switch sel.GetKind() {
 		case "InferenceGateway":
 			if w.gateway != nil && !w.gateway.deleted && w.gateway.name == sel.GetMatchName() {
-				rs.Items = append(rs.Items, &fnv1.Resource{Resource: mustStruct(w.gateway.object())})
+				g := w.gateway.object()
+				if n := len(w.gatewaySeen); w.cfg.lagging && n > 0 && w.rng.IntN(3) == 0 {
+					g = w.gatewaySeen[n-1-w.rng.IntN(min(n, 5))]
+				}
+				w.noteOutageRead(g)
+				rs.Items = append(rs.Items, &fnv1.Resource{Resource: mustStruct(g)})
 			}
 		case "Secret":
 			if s, ok := w.secrets[sel.GetMatchName()]; ok {

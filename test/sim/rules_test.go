@@ -30,6 +30,17 @@ func (r rule) String() string {
 	return [...]string{"this project", "thread's final rule", "reviewer's alternative", "first version"}[r]
 }
 
+// beforeRollout reports whether a GatewayReady reason comes from a check the
+// function makes before it judges the rollout, so the rollout rule was not
+// consulted.
+func beforeRollout(reason string) bool {
+	switch reason {
+	case gatewayready.ReasonNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonTrafficPolicyNotAccepted, gatewayready.ReasonDeploymentNotObserved:
+		return true
+	}
+	return false
+}
+
 // applyRule swaps the rollout part of GatewayReady for an alternative rule.
 // Everything else stays the real function's: the Gateway, anchor, client
 // policy and Deployment-observed checks it made, and the composed
@@ -39,9 +50,7 @@ func (w *world) applyRule(x *xr) {
 	if w.cfg.rule == ruleProject {
 		return
 	}
-	c := x.conditions["GatewayReady"]
-	switch c.reason {
-	case gatewayready.ReasonNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonDeploymentNotObserved:
+	if beforeRollout(x.conditions["GatewayReady"].reason) {
 		return
 	}
 	o := w.objects[x.key()+"/"+gateway.ResourceEnvoyDeployment]
@@ -83,5 +92,5 @@ func (w *world) applyRule(x *xr) {
 	if ok {
 		reason = "Serving"
 	}
-	x.conditions["GatewayReady"] = condition{status: ok, reason: reason}
+	x.setCondition("GatewayReady", condition{status: ok, reason: reason}, w.clock())
 }

@@ -74,7 +74,10 @@ func (w *world) actions(blocked map[string]bool) []func() {
 	add("gc", w.garbageCollector)
 	for _, k := range sortedKeys(w.objects) {
 		o := w.objects[k]
-		if quietOnly[o.resource] {
+		if quietOnly[o.resource] && (!w.cfg.lagging || o.resource != route.ResourceGatewayStatus) {
+			// With a lagging cache the gateway-status Objects act in
+			// every step: a ModelRoute follows its gateway's outage
+			// through them (invariant 9).
 			continue
 		}
 		if o.spec["watch"] == true && !w.cfg.watchOn {
@@ -113,6 +116,30 @@ func (w *world) step(blocked map[string]bool) {
 	}
 	acts[w.rng.IntN(len(acts))]()
 	w.checkInvariants()
+}
+
+// reportedDeployment is what provider-kubernetes last reported of the Envoy
+// Deployment, and so what the function last judged: whether its controller
+// had not yet observed its generation, whether every replica was ready, and
+// whether its template carried AI Gateway's marker.
+func (w *world) reportedDeployment() (stale, allReady, marker, ok bool) {
+	if w.gateway == nil {
+		return
+	}
+	o := w.objects[w.gateway.key()+"/"+gateway.ResourceEnvoyDeployment]
+	if o == nil || o.snapshot == nil {
+		return
+	}
+	md, _ := o.snapshot["metadata"].(map[string]any)
+	st, _ := o.snapshot["status"].(map[string]any)
+	spec, _ := o.snapshot["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	tmd, _ := tmpl["metadata"].(map[string]any)
+	ann, _ := tmd["annotations"].(map[string]any)
+	num := func(m map[string]any, k string) float64 { v, _ := m[k].(float64); return v }
+	rep := num(st, "replicas")
+	return num(st, "observedGeneration") < num(md, "generation"), rep >= 1 && num(st, "readyReplicas") == rep,
+		ann[uuidKey] != nil || ann[hashKey] != nil, true
 }
 
 // quiet lets every actor run in turn, once per round, with no disturbance,
@@ -185,6 +212,24 @@ func (w *world) checkInvariants() {
 		r := w.routes[n]
 		if !r.deleted && r.conditions["RoutingReady"].status && w.liveWithoutSidecar() > 0 {
 			w.violate("invariant 1: %s is RoutingReady while %d live Envoy pods lack the sidecar", r.key(), w.liveWithoutSidecar())
+		}
+	}
+	// 9. A ModelRoute whose reconcile has read its gateway's current
+	// outage (a copy of the InferenceGateway not ready since the outage
+	// began) does not say True again until the gateway is GatewayReady:
+	// it never goes back to a verdict it saw replaced, however stale the
+	// copy a later reconcile reads (config.lagging). A route that has not
+	// read the outage yet may still say True on the verdict before it;
+	// that is lag, which the control-plane suite bounds.
+	gwReady := w.gateway != nil && !w.gateway.deleted && w.gateway.conditions["GatewayReady"].status
+	for _, n := range sortedKeys(w.routes) {
+		r := w.routes[n]
+		switch {
+		case r.deleted || gwReady:
+			delete(w.heardOutage, n)
+		case r.conditions["RoutingReady"].status && w.heardOutage[n]:
+			w.violate("invariant 9: %s is RoutingReady again while its gateway is not GatewayReady (%s), after it read that outage", r.key(), w.gateway.conditions["GatewayReady"].reason)
+			delete(w.heardOutage, n)
 		}
 	}
 	// 5. The anchor exists for as long as the gateway does, and is never
@@ -276,17 +321,48 @@ func run(sc scenario, cfg config, seed uint64) outcome {
 	// Secret is forced one way or the other. Scenarios that start from a
 	// running gateway get there the way AI Gateway v1.0.0 can too: pods
 	// first, then the sidecar rolled in.
+	//
+	//
+	// When the pods came first, two controllers are then held one reconcile
+	// behind the function, as busy ones are, because the windows they open
+	// are where the alternative rules go wrong, and left to chance only 1 in
+	// 60 interleavings reached the first (a cell's ✗ was luck):
+	//   - AI Gateway, until the function has judged the rollout (every check
+	//     before it passed) on the first pods, all ready, without the sidecar
+	//     and before any marker: a rule without the marker calls them ready;
+	//   - then the Deployment controller, once AI Gateway's marker has
+	//     changed the template, until the function has judged the rollout on
+	//     a Deployment whose new generation the controller has not observed:
+	//     the old pods serve under counters that still look rolled out, and a
+	//     rule that does not compare the generations calls them ready.
 	var blocked map[string]bool
-	for range 150 {
+	judgedBare, judgedStale := false, false
+	for i := 0; i < 150 || !sc.secretFirst && !judgedStale && i < 3000; i++ {
+		podsReady := w.dep != nil && len(w.dep.pods) > 0 && countReady(w.dep.pods) == len(w.dep.pods)
+		marked := w.dep != nil && w.dep.annotations[uuidKey]+w.dep.annotations[hashKey] != ""
+		stale := marked && w.dep.observedGeneration < w.dep.generation
 		switch {
 		case sc.secretFirst && !w.filterSecret:
 			blocked = map[string]bool{"dc": true}
-		case !sc.secretFirst && (w.dep == nil || len(w.dep.pods) == 0 || countReady(w.dep.pods) < len(w.dep.pods)):
+		case !sc.secretFirst && (!podsReady || !judgedBare) && !marked:
 			blocked = map[string]bool{"aigw": true}
+		case !sc.secretFirst && stale && !judgedStale:
+			blocked = map[string]bool{"dc": true}
 		default:
 			blocked = nil
 		}
+		before := w.gatewayReconciles
 		w.step(blocked)
+		if w.gatewayReconciles == before || beforeRollout(w.gateway.conditions["GatewayReady"].reason) {
+			continue
+		}
+		switch repStale, repReady, repMarker, ok := w.reportedDeployment(); {
+		case !ok:
+		case podsReady && !marked && repReady && !repMarker:
+			judgedBare = true
+		case stale && repStale && repMarker:
+			judgedStale = true
+		}
 	}
 	live := w.quiet(80)
 	if sc.fresh {
@@ -297,11 +373,14 @@ func run(sc scenario, cfg config, seed uint64) outcome {
 		w.violations = nil
 	}
 	if sc.disturb != nil {
-		if !live {
+		if !live && cfg.aigw11 {
 			out.broken[4] = true
 			out.details = append(out.details, "never became ready before the disturbance")
 			return out
 		}
+		// On v1.0.0 a gateway that never became ready is disturbed all the
+		// same: invariant 4 does not apply there (see cell), and the safety
+		// invariants still have to hold through the disturbance.
 		before := w.gateway.conditions["GatewayReady"].status
 		sc.disturb(w)
 		for range 120 {
@@ -322,11 +401,21 @@ func run(sc scenario, cfg config, seed uint64) outcome {
 	return out
 }
 
-func cell(o map[int]bool, sc scenario) string {
+func cell(o map[int]bool, sc scenario, cfg config) string {
 	var parts []string
 	for i := 1; i <= 6; i++ {
 		switch {
 		case i == 2 && !sc.singleOutage:
+			parts = append(parts, "–")
+		case i == 4 && !cfg.aigw11:
+			// Liveness on AI Gateway v1.0.0 rests on the function's own
+			// marker, written on evidence with a clock (the Deployment's
+			// Progressing condition 15 s after the rollout), which this
+			// model does not have. Without it a run breaks liveness whenever
+			// its pods are born with the sidecar, which 2 to 8 in 100
+			// interleavings of the other rows also reach: a ✓ or ✗ here would
+			// be the luck of 12 seeds. The control-plane suite's scenario 4b
+			// asserts it with the real controllers.
 			parts = append(parts, "–")
 		case o[i]:
 			parts = append(parts, "✗")
@@ -368,7 +457,7 @@ func TestReadinessRules(t *testing.T) {
 					t.Errorf("%s, seed %d: this project's rule broke: %v", sc.name, s, o.details)
 				}
 			}
-			c := cell(broken, sc)
+			c := cell(broken, sc, cfg)
 			name := cfg.rule.String()
 			if !cfg.aigw11 {
 				name += " (v1.0.0)"
@@ -407,54 +496,54 @@ var expected = map[struct{ scenario, rule string }]string{
 	{"fresh gateway, pods before the Secret", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "reviewer's alternative"}:                   "✗ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, pods before the Secret", "first version"}:                            "✗ – ✓ ✓ ✓ ✓",
-	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ ✓ ✓ ✓",
+	{"fresh gateway, pods before the Secret", "this project (v1.0.0)"}:                    "✓ – ✓ – ✓ ✓",
 	{"fresh gateway, Secret before the pods", "this project"}:                             "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "thread's final rule"}:                      "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "reviewer's alternative"}:                   "✓ – ✓ ✓ ✓ ✓",
 	{"fresh gateway, Secret before the pods", "first version"}:                            "✓ – ✓ ✓ ✓ ✓",
-	{"fresh gateway, Secret before the pods", "this project (v1.0.0)"}:                    "✓ – ✓ ✗ ✓ ✓",
+	{"fresh gateway, Secret before the pods", "this project (v1.0.0)"}:                    "✓ – ✓ – ✓ ✓",
 	{"rolling update", "this project"}:                                                    "✓ – ✓ ✓ ✓ ✓",
 	{"rolling update", "thread's final rule"}:                                             "✓ – ✓ ✓ ✓ ✓",
 	{"rolling update", "reviewer's alternative"}:                                          "✓ – ✓ ✓ ✓ ✓",
 	{"rolling update", "first version"}:                                                   "✓ – ✓ ✓ ✓ ✓",
-	{"rolling update", "this project (v1.0.0)"}:                                           "✓ – ✓ ✓ ✓ ✓",
+	{"rolling update", "this project (v1.0.0)"}:                                           "✓ – ✓ – ✓ ✓",
 	{"eviction", "this project"}:                                                          "✓ ✓ ✓ ✓ ✓ ✓",
 	{"eviction", "thread's final rule"}:                                                   "✓ ✓ ✓ ✓ ✓ ✓",
 	{"eviction", "reviewer's alternative"}:                                                "✓ ✗ ✓ ✓ ✓ ✓",
 	{"eviction", "first version"}:                                                         "✓ ✗ ✓ ✓ ✓ ✓",
-	{"eviction", "this project (v1.0.0)"}:                                                 "✓ ✓ ✓ ✓ ✓ ✓",
+	{"eviction", "this project (v1.0.0)"}:                                                 "✓ ✓ ✓ – ✓ ✓",
 	{"drain of both pods", "this project"}:                                                "✓ – ✓ ✓ ✓ ✓",
 	{"drain of both pods", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓ ✓",
 	{"drain of both pods", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓ ✓",
 	{"drain of both pods", "first version"}:                                               "✓ – ✓ ✓ ✓ ✓",
-	{"drain of both pods", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓ ✓",
+	{"drain of both pods", "this project (v1.0.0)"}:                                       "✓ – ✓ – ✓ ✓",
 	{"Envoy Gateway upgrade", "this project"}:                                             "✓ – ✓ ✓ ✓ ✓",
 	{"Envoy Gateway upgrade", "thread's final rule"}:                                      "✓ – ✓ ✓ ✓ ✓",
 	{"Envoy Gateway upgrade", "reviewer's alternative"}:                                   "✓ – ✓ ✓ ✓ ✓",
 	{"Envoy Gateway upgrade", "first version"}:                                            "✓ – ✓ ✓ ✓ ✓",
-	{"Envoy Gateway upgrade", "this project (v1.0.0)"}:                                    "✓ – ✓ ✓ ✓ ✓",
+	{"Envoy Gateway upgrade", "this project (v1.0.0)"}:                                    "✓ – ✓ – ✓ ✓",
 	{"AI Gateway upgrade", "this project"}:                                                "✓ – ✓ ✓ ✓ ✓",
 	{"AI Gateway upgrade", "thread's final rule"}:                                         "✓ – ✓ ✓ ✓ ✓",
 	{"AI Gateway upgrade", "reviewer's alternative"}:                                      "✓ – ✓ ✓ ✓ ✓",
 	{"AI Gateway upgrade", "first version"}:                                               "✓ – ✓ ✓ ✓ ✓",
-	{"AI Gateway upgrade", "this project (v1.0.0)"}:                                       "✓ – ✓ ✓ ✓ ✓",
+	{"AI Gateway upgrade", "this project (v1.0.0)"}:                                       "✓ – ✓ – ✓ ✓",
 	{"Deployment recreated", "this project"}:                                              "✓ – ✓ ✓ ✓ ✓",
 	{"Deployment recreated", "thread's final rule"}:                                       "✓ – ✓ ✓ ✓ ✓",
 	{"Deployment recreated", "reviewer's alternative"}:                                    "✓ – ✓ ✓ ✓ ✓",
 	{"Deployment recreated", "first version"}:                                             "✓ – ✓ ✓ ✓ ✓",
-	{"Deployment recreated", "this project (v1.0.0)"}:                                     "✓ – ✓ ✗ ✓ ✓",
+	{"Deployment recreated", "this project (v1.0.0)"}:                                     "✓ – ✓ – ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project"}:           "✓ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "thread's final rule"}:    "✓ – ✓ ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✓ – ✓ ✓ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "reviewer's alternative"}: "✗ – ✓ ✓ ✓ ✓",
 	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "first version"}:          "✗ – ✓ ✓ ✓ ✓",
-	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ ✗ ✓ ✓",
+	{"watch off: fresh gateway, then an Envoy Gateway upgrade", "this project (v1.0.0)"}:  "✓ – ✓ – ✓ ✓",
 }
 
 // TestRandomChurn drives this project's rule on AI Gateway v1.1.0 through
 // random sequences of everything the scenarios do one at a time, plus a
 // user adding, changing and deleting ModelRoutes, replacing a keyed
 // backend, adding and dropping a plain one, and removing, emptying and
-// restoring API-key Secrets, and checks invariants 1, 3, 5 and 6 at every
+// restoring API-key Secrets, and checks invariants 1, 3, 5, 6 and 9 at every
 // step, 7 at every deletion, 8 at every translation by Envoy Gateway, and
 // liveness (4) once the churn stops.
 func TestRandomChurn(t *testing.T) {
@@ -463,7 +552,7 @@ func TestRandomChurn(t *testing.T) {
 	}
 	const seeds = 60
 	for seed := range uint64(seeds) {
-		w := newWorld(seed+77, config{rule: ruleProject, aigw11: true, watchOn: seed%4 != 0})
+		w := newWorld(seed+77, config{rule: ruleProject, aigw11: true, watchOn: seed%4 != 0, lagging: seed%2 == 0})
 		w.createGateway()
 		w.createRoute("qwen")
 		disturbances := []func(){

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 const (
@@ -82,6 +83,19 @@ type world struct {
 	routes    map[string]*xr
 	secrets   map[string]map[string]any // control-plane Secrets in the routes' namespace
 	celByExpr map[string]celProgram
+	// gatewayReconciles counts the function's reconciles of the gateway.
+	gatewayReconciles int
+	// reconciles counts every reconcile: the model's clock, one second
+	// each, for the conditions' lastTransitionTime.
+	reconciles int
+	// gatewaySeen is the gateway as each of its reconciles left it, for
+	// Crossplane's cache when it lags (config.lagging).
+	gatewaySeen []map[string]any
+	// heardOutage names the routes whose reconcile read their gateway as
+	// not ready since its current outage began (invariant 9).
+	heardOutage map[string]bool
+	// resolving is the composite whose requirements are being resolved.
+	resolving *xr
 
 	// what happened, for invariants
 	anchorCreated bool
@@ -97,6 +111,12 @@ type config struct {
 	rule    rule
 	aigw11  bool // AI Gateway v1.1.0 (else v1.0.0)
 	watchOn bool // provider-kubernetes runs with watches and the Object sets watch
+	// lagging: Crossplane's cache of the InferenceGateway, from which it
+	// answers a ModelRoute's requirement, lags the API server (crossplane
+	// v2.3.0 cmd/crossplane/core/core.go gives the required-resources
+	// fetcher the cached client): one read in three returns the gateway as
+	// one of its last five reconciles left it.
+	lagging bool
 }
 
 // xr is a composite resource.
@@ -112,6 +132,9 @@ type xr struct {
 type condition struct {
 	status bool
 	reason string
+	// since is its lastTransitionTime: Crossplane stamps a condition when
+	// its status or reason changes and keeps the time otherwise.
+	since time.Time
 }
 
 func newWorld(seed uint64, cfg config) *world {
@@ -121,6 +144,7 @@ func newWorld(seed uint64, cfg config) *world {
 		remote:         map[string]*remoteObject{},
 		objects:        map[string]*cpObject{},
 		routes:         map[string]*xr{},
+		heardOutage:    map[string]bool{},
 		secrets:        map[string]map[string]any{},
 		celByExpr:      map[string]celProgram{},
 		resolvedRoutes: map[int]bool{},

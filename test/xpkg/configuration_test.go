@@ -17,11 +17,13 @@ import (
 )
 
 // testedCrossplane is the Crossplane range both packages declare: the
-// control-plane suite and the render tests run Crossplane v2.2.0 only.
+// control-plane suite runs Crossplane v2.3.0 and v2.2.0, the render tests
+// v2.2.0.
 const testedCrossplane = ">=v2.2.0"
 
 // The packages the Configuration depends on, at the lowest versions the
-// suites prove: the control-plane suite runs provider-kubernetes v1.3.1.
+// suites prove: the control-plane suite runs provider-kubernetes v1.4.1 and,
+// with CONTROLPLANE_CONTROLLERS=older, v1.3.1.
 const (
 	functionPackage = "xpkg.crossplane.io/modelplaneai/function-inference-gateway"
 	providerPackage = "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes"

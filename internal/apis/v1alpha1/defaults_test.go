@@ -28,6 +28,7 @@ func TestDefaultsMatchSchema(t *testing.T) {
 			"spec.envoy.spread.whenUnsatisfiable":              string(v1alpha1.DefaultWhenUnsatisfiable),
 			"spec.envoy.accessLog.enabled":                     v1alpha1.DefaultAccessLogEnabled,
 			"spec.auth.method":                                 v1alpha1.DefaultAuthMethod,
+			"spec.budgets[].scope":                             v1alpha1.DefaultBudgetScope,
 			"spec.backendTLS.clientCertificate.duration":       v1alpha1.DefaultClientCertDuration,
 			"spec.backendTLS.clientCertificate.renewBefore":    v1alpha1.DefaultClientCertRenewBefore,
 			"spec.backendTLS.clientCertificate.issuerRef.kind": v1alpha1.DefaultIssuerKind,

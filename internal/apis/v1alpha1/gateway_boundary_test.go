@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"testing"
 
@@ -114,6 +115,31 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		"LabelsOverMax":       {set: map[string]any{"auth.apiKey.secretSelector.matchLabels": labels(v1alpha1.MaxSelectorLabels + 1)}},
 		"LabelKeyMalformed":   {set: map[string]any{"auth.apiKey.secretSelector.matchLabels": map[string]any{"bad key": "v"}}, schemaOK: true, why: goRange},
 
+		"BudgetWithAuth":        {set: budgets(budget(nil)), goOK: true, schemaOK: true},
+		"BudgetWithoutAuth":     {set: map[string]any{"budgets": []any{budget(nil)}}},
+		"BudgetsEmptyNoAuth":    {set: map[string]any{"budgets": []any{}}, goOK: true, schemaOK: true},
+		"BudgetsMax":            {set: budgets(repeat(budget(nil), v1alpha1.MaxBudgets)...), goOK: true, schemaOK: true},
+		"BudgetsOverMax":        {set: budgets(repeat(budget(nil), v1alpha1.MaxBudgets+1)...)},
+		"BudgetTokensUnknown":   {set: budgets(budget(map[string]any{"tokens": "Cached"}))},
+		"BudgetTokensMissing":   {set: budgets(budget(map[string]any{"tokens": nil}))},
+		"BudgetLimitMin":        {set: budgets(budget(map[string]any{"limit": 1})), goOK: true, schemaOK: true},
+		"BudgetLimitUnderMin":   {set: budgets(budget(map[string]any{"limit": 0}))},
+		"BudgetLimitMax":        {set: budgets(budget(map[string]any{"limit": v1alpha1.MaxBudgetLimit})), goOK: true, schemaOK: true},
+		"BudgetLimitOverMax":    {set: budgets(budget(map[string]any{"limit": v1alpha1.MaxBudgetLimit + 1}))},
+		"BudgetPerMonth":        {set: budgets(budget(map[string]any{"per": v1alpha1.BudgetPerMonth})), goOK: true, schemaOK: true},
+		"BudgetPerSecond":       {set: budgets(budget(map[string]any{"per": "Second"}))},
+		"BudgetPerMissing":      {set: budgets(budget(map[string]any{"per": nil}))},
+		"BudgetScopeAllModels":  {set: budgets(budget(map[string]any{"scope": v1alpha1.BudgetScopeAllModels})), goOK: true, schemaOK: true},
+		"BudgetScopeUnknown":    {set: budgets(budget(map[string]any{"scope": "PerRoute"}))},
+		"BudgetCallersMax":      {set: budgets(budget(map[string]any{"callers": callers(v1alpha1.MaxBudgetCallers)})), goOK: true, schemaOK: true},
+		"BudgetCallersOverMax":  {set: budgets(budget(map[string]any{"callers": callers(v1alpha1.MaxBudgetCallers + 1)}))},
+		"BudgetCallerDuplicate": {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "a", "limit": 1}, map[string]any{"name": "a", "limit": 2}}}))},
+		"BudgetCallerNameBad":   {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "team a", "limit": 1}}}))},
+		"BudgetCallerNameEmpty": {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "", "limit": 1}}}))},
+		"BudgetCallerLimitZero": {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "a", "limit": 0}}}))},
+		"BudgetCallerLimitMax":  {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "a", "limit": v1alpha1.MaxBudgetLimit}}})), goOK: true, schemaOK: true},
+		"BudgetCallerLimitOver": {set: budgets(budget(map[string]any{"callers": []any{map[string]any{"name": "a", "limit": v1alpha1.MaxBudgetLimit + 1}}}))},
+
 		"ClientCertRequired":      {set: map[string]any{"backendTLS": map[string]any{}}},
 		"ClientCertIssuer":        {set: map[string]any{"backendTLS.clientCertificate": issuer(nil)}, goOK: true, schemaOK: true},
 		"ClientCertBoth":          {set: map[string]any{"backendTLS.clientCertificate": issuer(map[string]any{"caSecretRef": map[string]any{"name": "ca"}})}},
@@ -146,6 +172,47 @@ func triggers() []any {
 	out := make([]any, len(v1alpha1.RetryTriggers))
 	for i, t := range v1alpha1.RetryTriggers {
 		out[i] = string(t)
+	}
+	return out
+}
+
+// budget is a valid budget, with the given fields set or, with nil,
+// deleted.
+func budget(set map[string]any) map[string]any {
+	b := map[string]any{"tokens": v1alpha1.BudgetTokensTotal, "limit": 100000, "per": v1alpha1.BudgetPerDay}
+	for k, v := range set {
+		if v == nil {
+			delete(b, k)
+			continue
+		}
+		b[k] = v
+	}
+	return b
+}
+
+// budgets sets spec.budgets to bs, with the auth budgets need.
+func budgets(bs ...map[string]any) map[string]any {
+	l := make([]any, len(bs))
+	for i, b := range bs {
+		l[i] = b
+	}
+	return map[string]any{"auth.apiKey.secretSelector.matchLabels": labels(1), "budgets": l}
+}
+
+// repeat is n copies of b.
+func repeat(b map[string]any, n int) []map[string]any {
+	out := make([]map[string]any, n)
+	for i := range out {
+		out[i] = maps.Clone(b)
+	}
+	return out
+}
+
+// callers are n distinct caller limits.
+func callers(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{"name": fmt.Sprintf("caller-%d", i), "limit": 1000}
 	}
 	return out
 }

@@ -30,7 +30,7 @@ func (s *InferenceGatewaySpec) Validate() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
 	}
-	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBackendTLS, s.validateTLS} {
+	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBudgets, s.validateBackendTLS, s.validateTLS} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -48,6 +48,7 @@ const MaxReplicas int32 = 100
 // otherwise let through.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || has(self.hostname)",message="spec.tls needs spec.hostname: set the hostname the certificate is for"
+// +kubebuilder:validation:XValidation:rule="!has(self.budgets) || size(self.budgets) == 0 || has(self.auth)",message="spec.budgets needs spec.auth, since budgets are kept per authenticated caller: set spec.auth.apiKey.secretSelector, or remove spec.budgets"
 type InferenceGatewaySpec struct {
 	// The provider-kubernetes ClusterProviderConfig that reaches the
 	// gateway's cluster. Immutable: the gateway's objects there have fixed
@@ -90,6 +91,15 @@ type InferenceGatewaySpec struct {
 	// caller per data entry: the client ID as the key, its API key as the
 	// value. Without auth the gateway is open to anyone who can reach it.
 	Auth *Auth `json:"auth,omitempty"`
+
+	// Token budgets per caller: how many input, output or total tokens
+	// each authenticated caller may spend per minute, hour, day or month,
+	// on each model or across all. Needs auth, and global rate limiting
+	// (a Redis) in Envoy Gateway's configuration. A caller over its budget
+	// gets 429 until the window ends; the request that crosses the budget
+	// still succeeds, since it is charged after its response.
+	// +kubebuilder:validation:MaxItems=8
+	Budgets []Budget `json:"budgets,omitempty"`
 
 	// The Envoy pods, tuned for long-lived streaming traffic. Each setting
 	// changes the pod template, so changing one rolls Envoy; GatewayReady

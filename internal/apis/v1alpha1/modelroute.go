@@ -100,6 +100,25 @@ type ModelRouteStatus struct {
 	// from it.
 	// +optional
 	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
+
+	// The InferenceGateway verdict RoutingReady last followed. A reconcile
+	// that reads an older one read a copy that has not caught up.
+	// +optional
+	FollowedGateway *FollowedGateway `json:"followedGateway,omitempty"`
+}
+
+// FollowedGateway is the GatewayReady verdict a ModelRoute last followed:
+// which InferenceGateway, whether it was ready, and since when.
+type FollowedGateway struct {
+	// The InferenceGateway's name.
+	Name string `json:"name"`
+	// The InferenceGateway's uid: a recreated gateway starts a new history.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Whether it was GatewayReady.
+	Ready bool `json:"ready"`
+	// The lastTransitionTime of its GatewayReady condition.
+	Since metav1.Time `json:"since"`
 }
 
 // BackendsStatus counts the backends.

@@ -118,7 +118,7 @@ type Input struct {
 }
 
 // DefaultCircuitBreakerCooldown is Crossplane's default
-// --circuit-breaker-cooldown (crossplane v2.2.0 cmd/crossplane/core/core.go).
+// --circuit-breaker-cooldown (crossplane v2.2.0 and v2.3.0 cmd/crossplane/core/core.go).
 const DefaultCircuitBreakerCooldown = 5 * time.Minute
 
 // Header is an HTTP header name and value.

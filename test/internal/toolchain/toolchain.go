@@ -21,6 +21,11 @@ import (
 // CrossplaneVersion is the crossplane CLI version pinned in test/tools/go.mod.
 const CrossplaneVersion = "v2.2.0"
 
+// ProviderKubernetesVersion is the provider-kubernetes the control-plane
+// suite runs by default (test/controlplane, toolProvider), and so the one
+// deploy/control-plane installs.
+const ProviderKubernetesVersion = "v1.4.1"
+
 // Root returns the repository root: the folder holding the function's go.mod.
 func Root() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
@@ -84,6 +89,13 @@ func Function(dir string, flags ...string) (string, error) {
 // off: a go.work somewhere above must not mix another module's build list
 // into this one's.
 func Build(ctx context.Context, dir, out string, args ...string) error {
+	return BuildEnv(ctx, nil, dir, out, args...)
+}
+
+// BuildEnv is Build with env added to the go command's environment, such
+// as a GOTOOLCHAIN for a module whose go line is newer than the machine's
+// Go.
+func BuildEnv(ctx context.Context, env []string, dir, out string, args ...string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -94,7 +106,7 @@ func Build(ctx context.Context, dir, out string, args ...string) error {
 	_ = tmp.Close()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", tmp.Name()}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("cannot build %s in %s: %w\n%s", args[len(args)-1], dir, err, b)
@@ -108,8 +120,18 @@ func Build(ctx context.Context, dir, out string, args ...string) error {
 // (GOPROXY, GOFLAGS, go.sum) should apply; with exact versions named, go
 // mod download changes neither go.mod nor go.sum.
 func ModuleDirs(ctx context.Context, dir string, modules ...string) (map[string]string, error) {
+	return ModuleDirsEnv(ctx, nil, dir, modules...)
+}
+
+// ModuleDirsEnv is ModuleDirs with env added to the go command's
+// environment: go mod download refuses a module whose go line is newer
+// than the running Go unless GOTOOLCHAIN names one at least as new.
+func ModuleDirsEnv(ctx context.Context, env []string, dir string, modules ...string) (map[string]string, error) {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"mod", "download", "-json"}, modules...)...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
