@@ -139,20 +139,25 @@ func (c *cluster) functionCallsByName(kind string, from, to time.Time) (map[stri
 	return out, nil
 }
 
-// parseFunctionCalls returns when the function composed each XR of kind
-// between from and to, by its log, in order, by the XR's name. A count of
-// zero must mean no call, not a line the parser no longer reads: it fails
-// if no line of the whole log is a composedMessage line for kind, or if
-// one is but its time or name does not parse, since then the function's
-// log has changed under the suite.
-func parseFunctionCalls(log, kind string, from, to time.Time) (map[string][]time.Time, error) {
-	out := map[string][]time.Time{}
-	seen := 0
+// composedLine is one composedMessage line of the function's log: the XR's
+// name, when, and the line.
+type composedLine struct {
+	name string
+	at   time.Time
+	line string
+}
+
+// readComposed returns the function's composedMessage lines for XRs of
+// kind, in order. A missing line must mean no call, not a line the parser
+// no longer reads: it fails if no line of the whole log is a
+// composedMessage line for kind, or if one is but its time or name does
+// not parse, since then the function's log has changed under the suite.
+func readComposed(log, kind string) ([]composedLine, error) {
+	var out []composedLine
 	for l := range strings.SplitSeq(log, "\n") {
 		if !strings.Contains(l, "\t"+composedMessage+"\t") || !strings.Contains(l, `"xr-kind": "`+kind+`"`) {
 			continue
 		}
-		seen++
 		_, rest, ok := strings.Cut(l, `"xr-name": "`)
 		name, _, _ := strings.Cut(rest, `"`)
 		ts, _, _ := strings.Cut(l, "\t")
@@ -160,12 +165,27 @@ func parseFunctionCalls(log, kind string, from, to time.Time) (map[string][]time
 		if !ok || name == "" || err != nil {
 			return nil, fmt.Errorf("cannot read the XR's name and the time of the function's log line %q: the suite's parser no longer matches fn/fn.go", l)
 		}
-		if !at.Before(from) && at.Before(to) {
-			out[name] = append(out[name], at)
-		}
+		out = append(out, composedLine{name: name, at: at, line: l})
 	}
-	if seen == 0 {
+	if len(out) == 0 {
 		return nil, fmt.Errorf("no %q line for a %s in the whole log: the suite's parser no longer matches fn/fn.go, or the function does not log at debug level", composedMessage, kind)
+	}
+	return out, nil
+}
+
+// parseFunctionCalls returns when the function composed each XR of kind
+// between from and to, by its log (readComposed), in order, by the XR's
+// name.
+func parseFunctionCalls(log, kind string, from, to time.Time) (map[string][]time.Time, error) {
+	lines, err := readComposed(log, kind)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]time.Time{}
+	for _, l := range lines {
+		if !l.at.Before(from) && l.at.Before(to) {
+			out[l.name] = append(out[l.name], l.at)
+		}
 	}
 	return out, nil
 }
@@ -200,21 +220,18 @@ type fnVerdict struct {
 // composedMessage lines, which carry each condition as
 // "<Type>": "<true|false>/<Reason>" (fn/fn.go). No verdict for an XR must
 // mean no call, not a line the parser no longer reads: it fails as
-// parseFunctionCalls does, and also if no line of kind carries condType
-// at all, or one carries it in another form.
+// readComposed does, and also if no line of kind carries condType at all,
+// or one carries it in another form.
 func parseFunctionVerdicts(log, kind, condType string, from, to time.Time) (map[string][]fnVerdict, error) {
-	// Every line's name and time parse: parseFunctionCalls checks them.
-	if _, err := parseFunctionCalls(log, kind, from, to); err != nil {
+	lines, err := readComposed(log, kind)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string][]fnVerdict{}
 	seen, readGateway := 0, 0
 	key := `"` + condType + `": "`
-	for l := range strings.SplitSeq(log, "\n") {
-		if !strings.Contains(l, "\t"+composedMessage+"\t") || !strings.Contains(l, `"xr-kind": "`+kind+`"`) {
-			continue
-		}
-		_, rest, ok := strings.Cut(l, key)
+	for _, l := range lines {
+		_, rest, ok := strings.Cut(l.line, key)
 		if !ok {
 			continue
 		}
@@ -222,19 +239,15 @@ func parseFunctionVerdicts(log, kind, condType string, from, to time.Time) (map[
 		v, _, _ := strings.Cut(rest, `"`)
 		status, _, _ := strings.Cut(v, "/")
 		if status != "true" && status != "false" {
-			return nil, fmt.Errorf("cannot read %s's status in the function's log line %q: the suite's parser no longer matches fn/fn.go", condType, l)
+			return nil, fmt.Errorf("cannot read %s's status in the function's log line %q: the suite's parser no longer matches fn/fn.go", condType, l.line)
 		}
-		_, rest, _ = strings.Cut(l, `"xr-name": "`)
-		name, _, _ := strings.Cut(rest, `"`)
-		ts, _, _ := strings.Cut(l, "\t")
-		at, _ := time.Parse(time.RFC3339Nano, ts)
-		_, gw, _ := strings.Cut(l, `"gateway": "`)
+		_, gw, _ := strings.Cut(l.line, `"gateway": "`)
 		gw, _, _ = strings.Cut(gw, `"`)
 		if strings.Contains(gw, " "+gateway.ConditionType+"=True since ") || strings.Contains(gw, " "+gateway.ConditionType+"=False since ") {
 			readGateway++
 		}
-		if !at.Before(from) && at.Before(to) {
-			out[name] = append(out[name], fnVerdict{at: at, ready: status == "true", gatewayFalse: strings.Contains(gw, " "+gateway.ConditionType+"=False since ")})
+		if !l.at.Before(from) && l.at.Before(to) {
+			out[l.name] = append(out[l.name], fnVerdict{at: l.at, ready: status == "true", gatewayFalse: strings.Contains(gw, " "+gateway.ConditionType+"=False since ")})
 		}
 	}
 	if seen == 0 {

@@ -149,9 +149,10 @@ func followOutage(gw, rt []transition, gf, gr, end time.Time) routeFollow {
 
 // heardLead is how long before gf, the watch's sighting of the gateway's
 // GatewayReady=False, the function may have read that False already: the
-// watch lags the API server by seconds on a saturated machine (8 s in the
-// 100-route runs). Reading earlier Falses too only makes followComputed
-// take more Trues for the function's.
+// suite's watch lags the API server by seconds on a saturated machine
+// (test/controlplane/README.md has the runs). A lead longer than the lag
+// only makes followComputed take more Trues for the function's, the safe
+// side.
 const heardLead = time.Minute
 
 // followComputed reads the outage as followOutage does, with fn, what the
@@ -221,9 +222,9 @@ func saidFalse(v fnVerdict) bool { return !v.ready }
 // Trues from gf on that the function did not compute after it had said
 // False (from heardLead before gf), with how long each stood. Such a True
 // is Crossplane re-applying the gateway's conditions from a cached copy
-// that had not caught up on its own False (crossplane/crossplane#7062): in
-// a 100-route run one stood 6.7 s into a held rollout while the function
-// said False, and would have passed for the gateway's verdict.
+// that had not caught up on its own False (crossplane/crossplane#7062);
+// under load it can stand for seconds, and holdOutage would take it for
+// the gateway's verdict and stop holding.
 func gatewayComputed(gw []transition, gf time.Time, fn []fnVerdict) ([]transition, []time.Duration) {
 	var kept []transition
 	var replays []time.Duration

@@ -114,16 +114,22 @@ func TestFollowOutage(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(routeFollow{}, staleFalse{})); diff != "" {
 				t.Errorf("%s\nfollowOutage(...): -want, +got:\n%s", tc.reason, diff)
 			}
-			ps := got.problems(tc.held, bound)
-			if len(ps) != len(tc.problems) {
-				t.Fatalf("%s\nproblems(...) = %q, want %d matching %q", tc.reason, ps, len(tc.problems), tc.problems)
-			}
-			for i, want := range tc.problems {
-				if !strings.Contains(ps[i], want) {
-					t.Errorf("%s\nproblems(...)[%d] = %q, want it to contain %q", tc.reason, i, ps[i], want)
-				}
-			}
+			wantProblems(t, tc.reason, got.problems(tc.held, bound), tc.problems)
 		})
+	}
+}
+
+// wantProblems fails t unless ps, what routeFollow.problems said, has one
+// problem per substring of want, in order.
+func wantProblems(t *testing.T, reason string, ps, want []string) {
+	t.Helper()
+	if len(ps) != len(want) {
+		t.Fatalf("%s\nproblems(...) = %q, want %d matching %q", reason, ps, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.Contains(ps[i], w) {
+			t.Errorf("%s\nproblems(...)[%d] = %q, want it to contain %q", reason, i, ps[i], w)
+		}
 	}
 }
 
@@ -252,15 +258,7 @@ func TestFollowComputed(t *testing.T) {
 			if diff := cmp.Diff(tc.wantReplays, replays); diff != "" {
 				t.Errorf("%s\nfollowComputed(...) replays: -want, +got:\n%s", tc.reason, diff)
 			}
-			ps := got.problems(true, 90*time.Second)
-			if len(ps) != len(tc.problems) {
-				t.Fatalf("%s\nproblems(...) = %q, want %d matching %q", tc.reason, ps, len(tc.problems), tc.problems)
-			}
-			for i, want := range tc.problems {
-				if !strings.Contains(ps[i], want) {
-					t.Errorf("%s\nproblems(...)[%d] = %q, want it to contain %q", tc.reason, i, ps[i], want)
-				}
-			}
+			wantProblems(t, tc.reason, got.problems(true, 90*time.Second), tc.problems)
 		})
 	}
 }
