@@ -35,6 +35,18 @@ func (sc *scenarios) aiGatewayDown(t *testing.T) {
 	model := teamControlNS + "/" + downRoute
 	serving := teamControlNS + "/" + routeName
 
+	// The promise is about a route that serves: start from one the world
+	// has recorded RoutingReady=True, not only one a poll saw True. The
+	// scenario before (5f) ends on a poll, which can see the True before the
+	// watch delivers it, or see a True Crossplane replayed from its cache
+	// (crossplane/crossplane#7062) while the recorded verdict is still False.
+	sc.eventually(t, waitSettle, "the serving ModelRoute recorded RoutingReady=True", func(ctx context.Context) string {
+		sc.w.awaitReplays(ctx, time.Now())
+		if st := statusAt(sc.w.routeTransitions(teamControlNS, routeName), time.Now()); st != "True" {
+			return fmt.Sprintf("recorded RoutingReady=%q", st)
+		}
+		return wantCondition(sc.routeXR(ctx), route.ConditionType, "True")
+	})
 	s.up.aigw.stop(10 * time.Second)
 	stopped := time.Now()
 	running := false
