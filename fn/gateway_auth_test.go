@@ -24,6 +24,12 @@ func authSpec() obj {
 	return obj{"providerConfigName": "gpu-cluster-1", "auth": obj{"method": "APIKey", "apiKey": obj{"secretSelector": obj{"matchLabels": obj{"modelplane.ai/callers": "true"}}}}}
 }
 
+// withSpec is spec with field set to v.
+func withSpec(spec obj, field string, v any) obj {
+	spec[field] = v
+	return spec
+}
+
 // callerSecret is a selected caller Secret as Crossplane fetches it.
 func callerSecret(name, version string, data obj) obj {
 	s := obj{"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": obj{"name": name, "namespace": "modelplane-system", "resourceVersion": version, "labels": obj{"modelplane.ai/callers": "true"}}}
@@ -193,6 +199,23 @@ func TestGatewayCallerAuth(t *testing.T) {
 			required: map[string][]obj{"caller-secrets": {callerSecret("team-a", "7", nil)}},
 			want: want{condition: "GatewayReady=STATUS_CONDITION_FALSE/CallerSecretsMissing", policy: "deny", copies: map[string]bool{}, warnings: 1,
 				message: []string{`caller Secret "team-a" is not used: it has no data`}, status: obj{"method": "APIKey"}},
+		},
+		"BudgetCallerKnown": {
+			reason:   "A budget's own limit for a client ID a selected Secret holds: nothing to warn of.",
+			spec:     withSpec(authSpec(), "budgets", []any{obj{"tokens": "Total", "limit": 1000, "per": "Day", "callers": []any{obj{"name": "bob", "limit": 50}}}}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			required: map[string][]obj{"caller-secrets": {teamA}},
+			want: want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true},
+				status: obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
+		},
+		"BudgetCallerUnknown": {
+			reason:   "A budget's own limit for a name no selected Secret holds matches no request, so a misspelt caller stays on the default limit: warn, name the field and the Secrets, and keep serving.",
+			spec:     withSpec(authSpec(), "budgets", []any{obj{"tokens": "Total", "limit": 1000, "per": "Day", "callers": []any{obj{"name": "bob", "limit": 50}, obj{"name": "bobb", "limit": 50}}}}),
+			observed: authObserved(map[string]obj{"caller-secret-team-a": callerCopy("team-a", "7"), "caller-auth": callerPolicyObject(true, "", copyA)}),
+			required: map[string][]obj{"caller-secrets": {teamA}},
+			want: want{condition: "GatewayReady=STATUS_CONDITION_TRUE/Serving", policy: "apiKey:" + copyA, copies: map[string]bool{resA: true}, warnings: 1,
+				message: []string{`spec.budgets[0].callers[1].name "bobb" is no client ID in the caller Secrets spec.auth.apiKey.secretSelector selects (team-a)`},
+				status:  obj{"method": "APIKey", "secrets": []any{"team-a"}, "clients": 2.0}},
 		},
 		"AuthRemoved": {
 			reason:   "spec.auth removed: the policy goes; the copy stays until the observed policy no longer references it.",

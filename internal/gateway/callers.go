@@ -26,8 +26,10 @@ type callerSecret struct {
 	name, remoteName string
 	// version is the control-plane Secret's resourceVersion.
 	version string
-	// clients counts its client IDs.
+	// clients counts its client IDs in use.
 	clients int
+	// ids are the client IDs its data holds, sorted.
+	ids []string
 	// empty: the Secret has no data, so there is nothing to copy.
 	empty bool
 	// problem says why Envoy Gateway could not use it; empty if it can.
@@ -88,7 +90,8 @@ func (b builder) readCallers(req compose.Request) callers {
 		if s.empty {
 			s.problem = fmt.Sprintf("caller Secret %q is not used: it has no data; add one entry per caller, the client ID as the key and its API key as the value", name)
 		}
-		for _, id := range slices.Sorted(maps.Keys(d)) {
+		s.ids = slices.Sorted(maps.Keys(d))
+		for _, id := range s.ids {
 			if k, _ := d[id].(string); k == "" && s.problem == "" {
 				s.problem = fmt.Sprintf("caller Secret %q is not used: client ID %q has an empty API key; set one", name, id)
 			}
