@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
@@ -59,7 +60,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		Status:       st,
 		Conditions:   []compose.Condition{c},
 		Ready:        c.Status,
-		Warnings:     append(ev.AuthWarnings, ev.ClientCertWarnings...),
+		Warnings:     slices.Concat(ev.AuthWarnings, ev.BudgetWarnings, ev.ClientCertWarnings),
 		Requirements: b.secretRequirements(),
 		RequeueAfter: gatewayready.RequeueAfter(req, c, st.NotReadySince, ev.Marker.Due),
 	}

@@ -67,6 +67,9 @@ type Evidence struct {
 	// AuthWarnings name caller Secrets Envoy Gateway cannot use and
 	// client IDs in two Secrets; never a key.
 	AuthWarnings []string
+	// BudgetWarnings name caller limits of spec.budgets that apply to no
+	// request.
+	BudgetWarnings []string
 	// Deployment is the live Envoy Deployment; nil until observed.
 	Deployment *appsv1.Deployment
 	// Rollout is the rollout rule's verdict on the Deployment.
@@ -293,6 +296,9 @@ func (e *Evidence) Condition(d string, auth bool) compose.Condition {
 			e.Address, accepted, d, st.UpdatedReplicas, st.Replicas, st.AvailableReplicas)
 		if len(e.AuthWarnings) > 0 {
 			msg += ". Caller auth: " + strings.Join(e.AuthWarnings, "; ")
+		}
+		if len(e.BudgetWarnings) > 0 {
+			msg += ". Budgets: " + strings.Join(e.BudgetWarnings, "; ")
 		}
 	}
 	return e.Problems.Condition(ConditionType, ReasonReady, msg)

@@ -70,7 +70,7 @@ type knownRejection struct {
 
 // knownRejections are the known upstream rejections.
 var knownRejections = []knownRejection{{
-	scenarios: []string{"gateway/budgets", "gateway/budgets-ratelimit-disabled"},
+	scenarios: []string{"gateway/budgets", "gateway/budgets-ratelimit-disabled", "gateway/budgets-unknown-caller"},
 	resource:  "failover-policy",
 	contains:  "Maximum boundary value must be of type integer with format int32 in spec.rateLimit.global.rules[",
 	why: "Envoy Gateway v1.8.1's CRD gives rateLimit rules' limit.requests format int32 and maximum 4294967295, " +
