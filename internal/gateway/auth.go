@@ -118,7 +118,6 @@ func (b builder) observeCallerAuth(g gatewayready.Gateway, c callers) func(*gate
 			}
 		}
 		e.AuthWarnings = append(e.AuthWarnings, c.notes...)
-		e.BudgetWarnings = b.unknownBudgetCallers(c)
 		e.Notices = append(e.Notices, c.waits...)
 		if !c.resolved {
 			e.Problems.Add(gatewayready.ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")

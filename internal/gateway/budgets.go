@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -111,32 +110,25 @@ func budgetCost(key string) *egv1a1.RateLimitCost {
 }
 
 // unknownBudgetCallers warns of each caller limit in spec.budgets whose
-// name no selected caller Secret holds as a client ID. Its rule matches no
-// request (the header carries only client IDs the SecurityPolicy
-// authenticated), so a misspelt name leaves that caller on the budget's
-// default limit, with nothing to say so but this. Nothing is said before
-// Crossplane has fetched the Secrets, or when none is selected (the
-// caller-auth problems say that).
+// name no selected caller Secret holds as a client ID. Its rule's Exact
+// match on the caller header (rateLimit) never meets that name, since the
+// header carries only client IDs caller authentication accepted, and the
+// default rule leaves out only the names listed, so a misspelt name keeps
+// that caller on the budget's default limit with nothing to say so but
+// this. Nothing is said before Crossplane has fetched the Secrets, or when
+// none is selected (the caller-auth problems say that).
 func (b builder) unknownBudgetCallers(c callers) []string {
 	if !c.resolved || len(c.selected) == 0 {
 		return nil
 	}
-	var secrets []string
-	known := map[string]bool{}
-	for _, s := range c.selected {
-		secrets = append(secrets, s.name)
-		for _, id := range s.ids {
-			known[id] = true
-		}
-	}
 	var notes []string
 	for i, bu := range b.spec.Budgets {
 		for j, cb := range bu.Callers {
-			if known[cb.Name] {
-				continue
+			if !c.holds(cb.Name) {
+				// c.selected is sorted by name (readCallers).
+				notes = append(notes, fmt.Sprintf("spec.budgets[%d].callers[%d].name %q is no client ID in the caller Secrets spec.auth.apiKey.secretSelector selects (%s), so its limit applies to no request and that caller, if it exists under another name, is held to the budget's default limit; use a client ID, a key of one of those Secrets",
+					i, j, cb.Name, strings.Join(c.names(), ", ")))
 			}
-			notes = append(notes, fmt.Sprintf("spec.budgets[%d].callers[%d].name %q is no client ID in the caller Secrets spec.auth.apiKey.secretSelector selects (%s), so its limit applies to no request and that caller, if it exists under another name, is held to the budget's default limit; use a client ID, a key of one of those Secrets",
-				i, j, cb.Name, strings.Join(slices.Sorted(slices.Values(secrets)), ", ")))
 		}
 	}
 	return notes

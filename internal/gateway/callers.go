@@ -43,6 +43,25 @@ type callerSecret struct {
 	holdVersion bool
 }
 
+// holds reports whether a selected Secret has id as a client ID.
+func (c *callers) holds(id string) bool {
+	for _, s := range c.selected {
+		if _, ok := slices.BinarySearch(s.ids, id); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// names are the selected Secrets' names, in c.selected's order.
+func (c *callers) names() []string {
+	out := make([]string, len(c.selected))
+	for i, s := range c.selected {
+		out[i] = s.name
+	}
+	return out
+}
+
 // settled reports whether the copy holds the version of the Secret the
 // function read: the provider synced the copy's spec, whose version is the
 // Secret's resourceVersion. Only then does the function know which keys

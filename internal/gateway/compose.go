@@ -47,6 +47,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ev.BudgetWarnings = b.unknownBudgetCallers(callers)
 	c := ev.Condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
 	st := b.status(ev, callers)
 	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
