@@ -157,7 +157,7 @@ func (w *callerWorld) liveRefs() []string {
 }
 
 // verdict is Envoy Gateway's on the live policy and copies, as
-// buildAPIKeyAuth reads them (gateway v1.8.1
+// buildAPIKeyAuth reads them (gateway v1.8.3
 // internal/gatewayapi/securitypolicy.go): the refs in order, a client ID
 // seen before skipped, a key seen before rejecting the whole policy; a
 // missing Secret rejects it too.

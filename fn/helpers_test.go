@@ -85,7 +85,7 @@ func policyManifest(kind string, accepted bool) obj {
 
 // rateLimitDisabled is Envoy Gateway's message on a BackendTrafficPolicy
 // with global rate limits when its config does not enable rate limiting
-// (gateway v1.8.1 internal/gatewayapi/backendtrafficpolicy.go,
+// (gateway v1.8.3 internal/gatewayapi/backendtrafficpolicy.go,
 // buildGlobalRateLimit, wrapped by buildTrafficFeatures and
 // status.Error2ConditionMsg).
 const rateLimitDisabled = "RateLimit: enable Ratelimit in the EnvoyGateway config to configure global rateLimit."

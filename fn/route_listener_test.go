@@ -18,7 +18,7 @@ func routeParent(section string, accepted bool, reason string) obj {
 
 // TestRouteServedOnItsListener: RoutingReady reads Envoy Gateway's verdict
 // for the listener the route is composed on. When TLS is turned on, the
-// route moves from http to https and Envoy Gateway v1.8.1 keeps the http
+// route moves from http to https and Envoy Gateway v1.8.3 keeps the http
 // entry, NotAllowedByListeners, before the new one: seen against the real
 // controller in the control-plane suite's TLS scenario, where every
 // ModelRoute stayed RoutingReady=False while its route was served on https.

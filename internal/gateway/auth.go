@@ -43,7 +43,7 @@ const (
 // "Bearer " from a header value and takes the first source that has a key
 // (envoy source/extensions/filters/http/api_key_auth/api_key_auth.cc,
 // KeySources::Source::getKey); Envoy Gateway makes one key source of
-// each header (gateway v1.8.1 internal/xds/translator/api_key_auth.go).
+// each header (gateway v1.8.3 internal/xds/translator/api_key_auth.go).
 var keyHeaders = []string{"authorization", "x-api-key"}
 
 // callerPolicy makes Envoy check every request's key against the callers'
@@ -52,8 +52,8 @@ var keyHeaders = []string{"authorization", "x-api-key"}
 // forwarding: the header is set, replacing whatever the caller sent, and
 // hide_credentials removes the key's header). With no Secret to use it
 // denies every request: authorization with default action Deny and no rule
-// (gateway v1.8.1 api/v1alpha1/authorization_types.go). A route-targeted
-// SecurityPolicy overrides this one for that route (gateway v1.8.1
+// (gateway v1.8.3 api/v1alpha1/authorization_types.go). A route-targeted
+// SecurityPolicy overrides this one for that route (gateway v1.8.3
 // internal/gatewayapi/securitypolicy.go: a policy on a more specific
 // target wins), which is how an open route such as a health check stays
 // open.

@@ -19,7 +19,7 @@ import (
 // sets it to the authenticated client ID (auth.go, ForwardClientIDHeader),
 // and the ClientTrafficPolicy removes a client-sent copy before any filter
 // runs (clientPolicy), so a client cannot spend another's budget. Budgets
-// need spec.auth (v1alpha1 validateBudgets). Envoy Gateway v1.8.1 places
+// need spec.auth (v1alpha1 validateBudgets). Envoy Gateway v1.8.3 places
 // the rate-limit filter after the authentication filters
 // (internal/xds/translator/httpfilters.go, newOrderedHTTPFilter), so the
 // header is set by the time the rate-limit actions read it.
@@ -29,7 +29,7 @@ import (
 // llmRequestCosts name (names.InputTokensKey and the others). So each rule
 // costs 0 on the request, which only checks that the caller's counter is
 // not over its limit (envoyproxy/ratelimit, the pseudo-version Envoy
-// Gateway v1.8.1 pins, src/utils/utilities.go, GetHitsAddends: a zero
+// Gateway v1.8.3 pins, src/utils/utilities.go, GetHitsAddends: a zero
 // per-descriptor hits_addend checks without adding), and the tokens on
 // the response: Envoy Gateway turns a response cost into a second rate
 // limit with apply_on_stream_done and the metadata as hits_addend
@@ -51,7 +51,7 @@ var budgetTokenKeys = map[string]string{
 // and one rule per caller with one. The first selects the header as
 // Distinct, a counter per client ID, and excludes each caller with its
 // own limit by an inverted Exact match on the same header: a rule's
-// header matches are ANDed (gateway v1.8.1 api/v1alpha1/ratelimit_types.go,
+// header matches are ANDed (gateway v1.8.3 api/v1alpha1/ratelimit_types.go,
 // RateLimitSelectCondition.Headers), and a HeaderValueMatch action whose
 // expect_match fails produces no descriptor, so the rule does not apply to
 // that caller (internal/xds/translator/ratelimit.go,

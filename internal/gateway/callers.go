@@ -127,7 +127,7 @@ func (b builder) readCallers(req compose.Request) callers {
 // Envoy Gateway reads the Secrets in credentialRefs order, skips a client
 // ID it has seen, and rejects the whole policy ("duplicated API key"),
 // which answers 500 on every route, when two clients share a key (gateway
-// v1.8.1 internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The
+// v1.8.3 internal/gatewayapi/securitypolicy.go, buildAPIKeyAuth). The
 // policy lists the Secrets in name order; a Secret whose data would bring
 // a duplicated key is left out, so the others keep working.
 //

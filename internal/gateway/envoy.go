@@ -10,7 +10,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
-// Envoy Gateway's labels on the Envoy pods of a Gateway (gateway v1.8.1
+// Envoy Gateway's labels on the Envoy pods of a Gateway (gateway v1.8.3
 // internal/gatewayapi/translator.go, OwningGatewayNameLabel and
 // OwningGatewayNamespaceLabel).
 const (
@@ -25,7 +25,7 @@ var spreadTopologyKeys = []string{corev1.LabelHostname, corev1.LabelTopologyZone
 // spread keeps the Envoy pods on different nodes and zones, so one node or
 // zone going down leaves a pod serving. Envoy Gateway copies the
 // constraints into the pod template as they are and fills in no selector
-// (gateway v1.8.1 internal/infrastructure/kubernetes/proxy/
+// (gateway v1.8.3 internal/infrastructure/kubernetes/proxy/
 // resource_provider.go, Deployment), so they select this Gateway's Envoy
 // pods by Envoy Gateway's owning-gateway labels themselves, and
 // matchLabelKeys pod-template-hash counts only the pods of the same
@@ -105,7 +105,7 @@ var accessLogFields = map[string]string{
 // spec.envoy.accessLog.enabled is false, which leaves whatever the
 // GatewayClass's EnvoyProxy says (the EnvoyProxy is merged over it).
 // Envoy Gateway puts the access log into each listener's configuration
-// (gateway v1.8.1 internal/gatewayapi/listener.go, processAccessLog).
+// (gateway v1.8.3 internal/gatewayapi/listener.go, processAccessLog).
 func (b builder) telemetry() *egv1a1.ProxyTelemetry {
 	if !b.spec.AccessLogEnabled() {
 		return nil

@@ -70,7 +70,7 @@ func (b builder) frontDoorNamespace() *remote.Object {
 }
 
 // healthFilter is Envoy Gateway's direct response: 200 with a small JSON
-// body, answered by Envoy without a backend (gateway v1.8.1
+// body, answered by Envoy without a backend (gateway v1.8.3
 // api/v1alpha1/httproutefilter_types.go, HTTPDirectResponseFilter).
 func (b builder) healthFilter() *remote.Object {
 	return b.wrap(&remote.Manifest[egv1a1.HTTPRouteFilterSpec]{
@@ -88,7 +88,7 @@ func (b builder) healthFilter() *remote.Object {
 // healthRoute answers GET /healthz on the plain HTTP listener through the
 // direct-response filter. The rule has no backendRefs: Envoy Gateway
 // serves a rule's direct response or redirect instead of its 500 for a
-// rule without valid backends (gateway v1.8.1 internal/gatewayapi/route.go,
+// rule without valid backends (gateway v1.8.3 internal/gatewayapi/route.go,
 // processHTTPRouteRules: a route that already has a direct response or a
 // redirect from a filter keeps it). An Exact path match takes precedence
 // over every prefix match on the listener, the model routes' and the
@@ -117,7 +117,7 @@ func (b builder) healthRoute() *remote.Object {
 // is a POST. Gateway API allows 308 as an extended code
 // (gateway-api v1.5.1 apis/v1/httproute_types.go,
 // HTTPRequestRedirectFilter.StatusCode), Envoy Gateway accepts it
-// (gateway v1.8.1 internal/utils/http/http.go, SupportedRedirectCodes)
+// (gateway v1.8.3 internal/utils/http/http.go, SupportedRedirectCodes)
 // and tells Envoy PERMANENT_REDIRECT (internal/xds/translator/route.go).
 // Without a port, a redirect to https goes to 443
 // (HTTPRequestRedirectFilter.Port).
@@ -158,7 +158,7 @@ func (b builder) frontDoorRoute(suffix string, listeners []string, match gwapiv1
 // SecurityPolicy that targets a route wins over one that targets its
 // Gateway: Envoy Gateway translates route-targeted policies first and a
 // Gateway-targeted one skips every route whose security is already set
-// (gateway v1.8.1 internal/gatewayapi/securitypolicy.go,
+// (gateway v1.8.3 internal/gatewayapi/securitypolicy.go,
 // ProcessSecurityPolicies and translateSecurityPolicyForGateway), and
 // without mergeType nothing of the Gateway's is merged in
 // (api/v1alpha1/securitypolicy_types.go, SecurityPolicySpec.MergeType).

@@ -134,7 +134,7 @@ type certificateStatus struct {
 // that has been issued and has not expired serves while it renews: the
 // Secret keeps the certificate issued before until issueCertificate
 // replaces it. Envoy Gateway gives Envoy the client certificate as an SDS
-// secret over its xDS stream (gateway v1.8.1 internal/xds/translator/
+// secret over its xDS stream (gateway v1.8.3 internal/xds/translator/
 // translator.go, buildXdsUpstreamTLSSocketWthCert), so a renewed one
 // replaces it without touching the clusters or the pods.
 func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientCert, now time.Time) error {
@@ -324,7 +324,7 @@ func (b builder) clientIssuer() *remote.Object {
 // envoyProxyBackendTLS is the EnvoyProxy's backendTLS once the first
 // client certificate is issued: Envoy presents it to every backend that
 // asks for one. It is set on the EnvoyProxy, not on each Backend, because
-// Envoy Gateway v1.8.1 refuses a Backend whose clientCertificateRef is in
+// Envoy Gateway v1.8.3 refuses a Backend whose clientCertificateRef is in
 // another namespace, ReferenceGrant or not (internal/gatewayapi/backend.go,
 // validateBackend), and the Backends live in team namespaces; it merges
 // the EnvoyProxy's backendTLS into every Backend with TLS settings

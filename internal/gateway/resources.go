@@ -94,7 +94,7 @@ func (b builder) namespace() *remote.Object {
 // mergeType StrategicMerge lays it over the GatewayClass's EnvoyProxy and
 // Envoy Gateway's defaults instead of replacing them, so the platform's
 // settings on the class (service type, traffic policy, resources, ...)
-// survive and only what is set here wins (gateway v1.8.1
+// survive and only what is set here wins (gateway v1.8.3
 // internal/gatewayapi/envoyproxy_merge.go, MergeEnvoyProxyConfigs: without
 // mergeType the Gateway's EnvoyProxy replaces the class's wholesale).
 //
@@ -144,7 +144,7 @@ func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) 
 // a name with a dot is tried as it is first; a bare Service name still goes
 // through the search list. Envoy Gateway has no dnsConfig field, but strategic-merge
 // patches the Deployment it renders with envoyDeployment.patch (gateway
-// v1.8.1 api/v1alpha1/shared_types.go, KubernetesPatchSpec;
+// v1.8.3 api/v1alpha1/shared_types.go, KubernetesPatchSpec;
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
 // ApplyMergePatch). It is part of the pod template, so adding it rolls the
 // Envoy pods once.
@@ -239,7 +239,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // failoverPolicy makes ModelRoute priority tiers really fail over. Envoy
 // moves to a lower priority only when hosts are unhealthy or a retry
 // priority plugin says so; numAttemptsPerPriority makes Envoy Gateway
-// install previous_priorities (envoyproxy/gateway v1.8.1
+// install previous_priorities (envoyproxy/gateway v1.8.3
 // internal/xds/translator/route.go), so each retry tries the next tier.
 // Only the listed triggers and status codes retry. Passive health checks
 // eject failing backends; the panic threshold decides what happens when a
@@ -249,7 +249,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // this policy rather than one of their own: Envoy Gateway refuses a second
 // BackendTrafficPolicy that targets the same Gateway as Conflicted,
 // "another BackendTrafficPolicy has already attached to it" (gateway
-// v1.8.1 internal/gatewayapi/backendtrafficpolicy.go,
+// v1.8.3 internal/gatewayapi/backendtrafficpolicy.go,
 // resolveBackendTrafficPolicyGatewayTargetRef). Without budgets the policy
 // has no rate limit, and Envoy Gateway needs no rate-limit backend. With
 // them and global rate limiting off in Envoy Gateway's configuration, it
@@ -288,7 +288,7 @@ func (b builder) failoverPolicy() *remote.Object {
 // routes or any filter reads it: on an open gateway nothing else would, and
 // the access log and the backends would take the client's word for who it
 // is. Envoy Gateway makes earlyRequestHeaders the HTTP connection manager's
-// early header mutation (gateway v1.8.1 internal/xds/translator/listener.go,
+// early header mutation (gateway v1.8.3 internal/xds/translator/listener.go,
 // buildEarlyHeaderMutation), which runs before every HTTP filter; with
 // caller authentication on, api_key_auth then sets the header to the
 // authenticated client ID.

@@ -79,7 +79,7 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 			case len(missing) > 0:
 				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane has no %s; add the certificate and key", r.Name, b.in.ObjectNamespace, strings.Join(missing, " or "))
 			case mismatch:
-				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; Envoy refuses the pair, and Envoy Gateway does not check it, so it is not copied to the gateway cluster: put the certificate's own key in tls.key", r.Name, b.in.ObjectNamespace)
+				s.problem = fmt.Sprintf("the TLS Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; copied, it would take the https listener down (Envoy Gateway, or Envoy, refuses the pair), so it is not copied to the gateway cluster and the copy delivered before keeps serving: put the certificate's own key in tls.key", r.Name, b.in.ObjectNamespace)
 			default:
 				s.present = true
 			}
@@ -90,13 +90,15 @@ func (b builder) readTLSSecrets(req compose.Request) []tlsSecret {
 }
 
 // keyMismatch reports whether a TLS Secret's data holds a certificate and a
-// private key that both parse but do not belong together. Envoy Gateway
-// v1.8.1 parses tls.crt and tls.key each on its own and never compares
-// them (internal/gatewayapi/tls.go, parseCertsFromTLSSecretsData), so it
-// programs the listener with a pair Envoy then refuses. A certificate or key
-// that does not parse is Envoy Gateway's to reject (InvalidCertificateRef,
-// which ListenersNotProgrammed reports with its words), so it is not judged
-// here.
+// private key that both parse but do not belong together. Such a pair
+// takes the https listener down once it is copied: Envoy Gateway v1.8.3
+// refuses it (internal/gatewayapi/tls.go, parseCertsFromTLSSecretsData,
+// "must contain a matching tls.crt and tls.key"), and v1.8.1 and v1.8.2,
+// which never compared the two, programmed a pair Envoy then refused. So
+// the function judges it before copying, and keeps the copy delivered
+// before, which goes on serving. A certificate or key that does not parse
+// is Envoy Gateway's to reject (InvalidCertificateRef, which
+// ListenersNotProgrammed reports with its words), so it is not judged here.
 func keyMismatch(data map[string]any) bool {
 	decode := func(k string) []byte {
 		v, _ := data[k].(string)

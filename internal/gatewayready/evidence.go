@@ -144,7 +144,7 @@ func (g Gateway) ObserveGateway(e *Evidence, obs map[string]remote.Observed) err
 // parse, or a certificate that has expired, Envoy Gateway sets the https
 // listener ResolvedRefs=False, InvalidCertificateRef, and Programmed=False,
 // Invalid, while the Gateway keeps its address, and leaves the listener out
-// of Envoy's configuration (gateway v1.8.1 internal/gatewayapi/validate.go,
+// of Envoy's configuration (gateway v1.8.3 internal/gatewayapi/validate.go,
 // validateTerminateModeAndGetTLSSecrets and validateListenerConditions;
 // internal/gatewayapi/tls.go, parseCertsFromTLSSecretsData and
 // filterValidCertificates; internal/gatewayapi/listener.go,
@@ -213,7 +213,7 @@ func (g Gateway) ObserveClientPolicy(e *Evidence, obs map[string]remote.Observed
 // policy when any part of it fails to translate, global rate limits
 // without a rate-limit backend among them, and then answers 500 on every
 // route the policy covers instead of routing it: every route of the
-// Gateway, the front door's /healthz included (gateway v1.8.1
+// Gateway, the front door's /healthz included (gateway v1.8.3
 // internal/gatewayapi/backendtrafficpolicy.go,
 // translateBackendTrafficPolicyForGateway and buildGlobalRateLimit).
 // The message quotes Envoy Gateway's.

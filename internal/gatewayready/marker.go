@@ -60,7 +60,7 @@ import (
 // evidence for the one CEL rule that provider-kubernetes evaluates as well.
 //
 // The function sets it through the EnvoyProxy's pod annotations: Envoy
-// Gateway copies them into the Deployment's pod template (gateway v1.8.1
+// Gateway copies them into the Deployment's pod template (gateway v1.8.3
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
 // getPodAnnotations) and server-side applies the Deployment
 // (internal/infrastructure/kubernetes/infra_resource.go,

@@ -29,7 +29,7 @@ const (
 
 	// DefaultEnvoyGatewayNamespace is where Envoy Gateway runs, and so where
 	// it puts the Envoy Deployment in its default ControllerNamespace mode
-	// (envoyproxy/gateway v1.8.1 internal/infrastructure/kubernetes/proxy_infra.go,
+	// (envoyproxy/gateway v1.8.3 internal/infrastructure/kubernetes/proxy_infra.go,
 	// GetResourceNamespace).
 	DefaultEnvoyGatewayNamespace = "envoy-gateway-system"
 
@@ -126,7 +126,7 @@ const (
 	teamNamespacePrefix = "mp"
 
 	// envoyPrefix is what Envoy Gateway puts before every resource it
-	// generates for a Gateway (envoyproxy/gateway v1.8.1
+	// generates for a Gateway (envoyproxy/gateway v1.8.3
 	// internal/envoygateway/config/config.go, EnvoyPrefix).
 	envoyPrefix = "envoy"
 
@@ -142,7 +142,7 @@ const (
 // through EnvoyProxy spec.provider.kubernetes.envoyDeployment.name. It is
 // Envoy Gateway's own default name without the hash suffix, so the "envoy-"
 // prefix is the one Envoy Gateway uses. Envoy Gateway uses a pinned name
-// verbatim (v1.8.1 internal/infrastructure/kubernetes/proxy/resource_provider.go).
+// verbatim (v1.8.3 internal/infrastructure/kubernetes/proxy/resource_provider.go).
 func EnvoyDeployment(gatewayNamespace, gatewayName string) string {
 	return envoyPrefix + "-" + gatewayNamespace + "-" + gatewayName
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// envoyGatewayDefaultName computes the Deployment name Envoy Gateway v1.8.1
+// envoyGatewayDefaultName computes the Deployment name Envoy Gateway v1.8.3
 // generates when none is pinned, the way it does it: "envoy-" +
 // GetHashedName("<ns>/<gw>", 48), where GetHashedName swaps "/" for "-",
 // cuts the result to 48 characters and appends the first 8 hex characters

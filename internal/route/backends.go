@@ -60,7 +60,7 @@ type keyState struct {
 // backendRef into its HTTPRoute (ai-gateway v1.0.0
 // internal/controller/ai_gateway_route.go, newHTTPRoute) and Envoy Gateway
 // finds no Backend for it: an invalid destination setting (envoyproxy/
-// gateway v1.8.1 internal/gatewayapi/route.go, processHTTPRouteRules), which
+// gateway v1.8.3 internal/gatewayapi/route.go, processHTTPRouteRules), which
 // makes the rule need a cluster per setting (internal/ir/xds.go,
 // HTTPRoute.NeedsClusterPerSetting). Envoy Gateway then routes the model
 // by weighted_clusters, one cluster per backend plus a 500 share

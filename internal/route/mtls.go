@@ -19,7 +19,7 @@ import (
 const prefixCA = "ca-"
 
 // caKey is the key Envoy Gateway reads a CA certificate from, in a
-// ConfigMap or a Secret (gateway v1.8.1 api/v1alpha1/backend_types.go,
+// ConfigMap or a Secret (gateway v1.8.3 api/v1alpha1/backend_types.go,
 // BackendTLSSettings.CACertificateRefs; internal/gatewayapi/
 // backendtlspolicy.go, getCaCertsFromCARefs).
 const caKey = "ca.crt"
@@ -140,7 +140,7 @@ func (b builder) caCopyName(be v1alpha1.Backend) string { return names.Child(b.n
 
 // caCopy is the backend's CA in the team namespace, where Envoy Gateway
 // reads a Backend's caCertificateRefs (it refuses them in another
-// namespace: gateway v1.8.1 internal/gatewayapi/backendtlspolicy.go,
+// namespace: gateway v1.8.3 internal/gatewayapi/backendtlspolicy.go,
 // processServerValidationTLSSettings). A ConfigMap's certificate is public
 // and written into the copy; a Secret is copied by provider-kubernetes in
 // two steps, as an API key is (builder.credential).
@@ -171,7 +171,7 @@ type configMap struct {
 
 // backendTLS is the Backend's TLS: the backend's own CA when it names one,
 // the system CAs otherwise, and SNI. The gateway's client certificate is
-// not named here: Envoy Gateway v1.8.1 refuses a Backend whose
+// not named here: Envoy Gateway v1.8.3 refuses a Backend whose
 // clientCertificateRef is in another namespace, with or without a
 // ReferenceGrant (internal/gatewayapi/backend.go, validateBackend), and the
 // certificate lives in the gateway namespace; the gateway gives it to

@@ -21,7 +21,7 @@ type ref struct {
 // priorities of the tiers that have a usable backend are renumbered densely
 // from 0, keeping their order. Weights compete only within a priority (each
 // backendRef is its own locality, weighted within its priority: envoyproxy/
-// gateway v1.8.1 internal/xds/translator/cluster.go), so each tier is
+// gateway v1.8.3 internal/xds/translator/cluster.go), so each tier is
 // normalised on its own: divided by the GCD of its weights. That keeps
 // every ratio exactly, never makes a weight 0, and keeps every weight
 // within 1..1,000,000 because the inputs are. Backends keep their spec order

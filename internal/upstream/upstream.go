@@ -54,7 +54,7 @@ const (
 	CELPolicyAccepted = "has(object.status) && has(object.status.ancestors) && object.status.ancestors.exists(a, has(a.conditions) && a.conditions.exists(c, c.type == 'Accepted' && c.status == 'True'))"
 	// CELPolicyAcceptedNow holds once an Envoy Gateway policy is Accepted
 	// for an ancestor at the generation it has now. Envoy Gateway stamps
-	// each ancestor condition with the policy's generation (gateway v1.8.1
+	// each ancestor condition with the policy's generation (gateway v1.8.3
 	// internal/gatewayapi/status/policy.go, SetConditionForPolicyAncestor),
 	// so after a change the Object stays not Ready, and is looked at again,
 	// until Envoy Gateway has judged the change.
@@ -99,7 +99,7 @@ func GatewayAddress(st *gwapiv1.GatewayStatus) string {
 // listener name in a Gateway's status (status.listeners), and whether it
 // reported that listener at all. Envoy Gateway rebuilds status.listeners
 // from the Gateway's spec on every translation, one entry per listener,
-// each condition stamped with the Gateway's generation (gateway v1.8.1
+// each condition stamped with the Gateway's generation (gateway v1.8.3
 // internal/gatewayapi/contexts.go, the GatewayContext's ResetListeners;
 // internal/gatewayapi/status/gateway.go, SetGatewayListenerStatusCondition).
 func ListenerConditions(st *gwapiv1.GatewayStatus, name string) ([]metav1.Condition, bool) {
@@ -173,7 +173,7 @@ func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, 
 // sectionName is empty, that listener (status.parents), and whether it
 // wrote any. The route's parentRefs always name the namespace. The
 // listener matters: when a route's parentRef moves to another listener,
-// Envoy Gateway v1.8.1 keeps the entry of the old one beside the new one,
+// Envoy Gateway v1.8.3 keeps the entry of the old one beside the new one,
 // with its last verdict (internal/provider/kubernetes/status.go,
 // mergeRouteParentStatus keeps every old entry of its own controller), so
 // the first entry for the Gateway may be stale.

@@ -25,7 +25,7 @@ type acceptance struct {
 
 // acceptances are the kinds the function composes on the gateway cluster
 // that a controller judges, and the conditions each sets once it has taken
-// the object (gateway v1.8.1 internal/gatewayapi/status; ai-gateway v1.0.0
+// the object (gateway v1.8.3 internal/gatewayapi/status; ai-gateway v1.0.0
 // internal/controller, update*Status with aigv1b1.ConditionTypeAccepted).
 var acceptances = []acceptance{
 	{gvr: gvrGateway, conds: []string{"Accepted", "Programmed"}},
@@ -117,7 +117,7 @@ func (sc *scenarios) allAccepted(t *testing.T, when string) {
 }
 
 // inSpec reports whether a route's status.parents entry is for a parentRef
-// its spec still has. Envoy Gateway v1.8.1 keeps the entries of parentRefs
+// its spec still has. Envoy Gateway v1.8.3 keeps the entries of parentRefs
 // a route no longer names beside the new ones (internal/provider/
 // kubernetes/status.go, mergeRouteParentStatus): after TLS is turned off, the health
 // route's entry for the https listener stays with NoMatchingParent. Such an

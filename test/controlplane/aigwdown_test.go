@@ -22,7 +22,7 @@ const downRoute = "while-aigw-down"
 // aiGatewayDown is scenario 5g: AI Gateway's controller stops, and a new
 // ModelRoute is created on the ready gateway. The same process serves
 // Envoy Gateway's extension server, which Envoy Gateway calls with
-// fail-open off (gateway v1.8.1 api/v1alpha1/envoygateway_types.go,
+// fail-open off (gateway v1.8.3 api/v1alpha1/envoygateway_types.go,
 // ExtensionManager.FailOpen, false by default: on a hook's error the xDS
 // update is skipped and the previous state kept), and it generates the
 // model's HTTPRoute, so nothing of the new route reaches Envoy: its RoutingReady

@@ -47,7 +47,7 @@ func parentCondition(p map[string]any, typ string) string {
 // backendRef, one per backend of the AIGatewayRoute's rule, each an Envoy
 // Gateway Backend. The anchor's, in the gateway namespace, which no
 // listener admits, is not accepted: NotAllowedByListeners, as Envoy
-// Gateway v1.8.1 says of it (internal/gatewayapi/route.go,
+// Gateway v1.8.3 says of it (internal/gatewayapi/route.go,
 // processAllowedListenersForParentRefs).
 func (sc *scenarios) routesAttached(t *testing.T) {
 	t.Helper()

@@ -111,7 +111,7 @@ var (
 	// The real Envoy Gateway and AI Gateway controllers (upstream_test.go).
 	// Envoy Gateway's version string is only logged; AI Gateway's is
 	// written into its filter config, which nothing here compares.
-	toolEnvoyGateway = tool{name: "envoy-gateway", version: "v1.8.1", module: "envoy-gateway",
+	toolEnvoyGateway = tool{name: "envoy-gateway", version: "v1.8.3", module: "envoy-gateway",
 		pkg: "github.com/envoyproxy/gateway/cmd/envoy-gateway"}
 
 	toolAIGateway = tool{name: "ai-gateway-controller", version: "v1.0.0", module: "ai-gateway",
@@ -171,7 +171,7 @@ func (p controllers) String() string {
 // toolsFor returns every binary a control plane with pair p runs, in the
 // order they are built: only the selected pair's Crossplane and provider.
 func toolsFor(p controllers) []tool {
-	return []tool{toolCrane, toolEtcd, p.provider, p.crossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl, toolCertManager}
+	return []tool{toolCrane, toolEtcd, p.provider, p.crossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, toolXDSReader, toolKubectl, toolCertManager, toolRateLimit}
 }
 
 // buildMu keeps two builds from this test binary from running at once: on

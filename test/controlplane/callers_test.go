@@ -38,12 +38,7 @@ const (
 // may reach an Object, and nothing of the model may be deleted.
 func (sc *scenarios) callerAuth(t *testing.T) {
 	c, w := sc.c, sc.w
-	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
-	key := func(who string) string {
-		k := base64.StdEncoding.EncodeToString([]byte("sk-caller-" + who + "-" + stamp))
-		w.forbid("the caller key of "+who, k)
-		return k
-	}
+	key := w.callerKeys("sk-caller-")
 	alice, bob, alice2, carol, dave := key("alice"), key("bob"), key("alice-rotated"), key("carol"), key("dave")
 	copyName := names.CallerSecret(gatewayXRName, callersSecret)
 	copyName2 := names.CallerSecret(gatewayXRName, callersSecret2)
@@ -211,6 +206,18 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	w.check(t)
 }
 
+// callerKeys returns a maker of callers' API keys, base64 as a Secret holds
+// them, unique to this run (prefix, the caller, a stamp), each forbidden
+// to appear anywhere the world looks.
+func (w *world) callerKeys(prefix string) func(who string) string {
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	return func(who string) string {
+		k := base64.StdEncoding.EncodeToString([]byte(prefix + who + "-" + stamp))
+		w.forbid("the caller key of "+who, k)
+		return k
+	}
+}
+
 // putCallers creates or replaces a callers' Secret on the control plane.
 func (sc *scenarios) putCallers(t *testing.T, name string, data map[string]any) {
 	t.Helper()
@@ -276,6 +283,14 @@ func (sc *scenarios) gatewayAuthReady(ctx context.Context, refs []string, client
 	if !slices.Equal(got, refs) {
 		return fmt.Sprintf("the SecurityPolicy references %v, want %v", got, refs)
 	}
+	return acceptedNow(p, "SecurityPolicy")
+}
+
+// acceptedNow returns "" when Envoy Gateway has accepted the policy p for
+// an ancestor at p's current generation: an Accepted=True left from an
+// earlier generation says nothing of the spec now (what names the kind in
+// the message).
+func acceptedNow(p *unstructured.Unstructured, what string) string {
 	anc, _, _ := unstructured.NestedSlice(p.Object, "status", "ancestors")
 	for _, a := range anc {
 		am, _ := a.(map[string]any)
@@ -287,7 +302,7 @@ func (sc *scenarios) gatewayAuthReady(ctx context.Context, refs []string, client
 			}
 		}
 	}
-	return fmt.Sprintf("the SecurityPolicy (generation %d) is not accepted: %v", p.GetGeneration(), anc)
+	return fmt.Sprintf("the %s (generation %d) is not accepted: %v", what, p.GetGeneration(), anc)
 }
 
 // gatewayStayedReady fails the test if GatewayReady left True since.

@@ -313,7 +313,7 @@ func (c *cluster) installCRDs(ctx context.Context, providerWebhookPort int) {
 			env: c.controllers.provider.goEnv()},
 		// Envoy Gateway's own CRDs. Each file is wrapped in a Helm
 		// {{- if ...}} ... {{- end}} pair, which readCRDs drops.
-		{module: "github.com/envoyproxy/gateway", version: "v1.8.1", dir: "charts/gateway-crds-helm/templates/generated"},
+		{module: "github.com/envoyproxy/gateway", version: "v1.8.3", dir: "charts/gateway-crds-helm/templates/generated"},
 		// EG's chart carries Gateway API only in templated bundles; the
 		// Gateway API module has them plain. The safe-upgrades file is a
 		// ValidatingAdmissionPolicy, not a CRD.

@@ -138,6 +138,7 @@ func TestControlPlane(t *testing.T) {
 		{"5b_APIKeyRotated", sc.keyRotated},
 		{"5b2_APIKeyCreatedAfterRoute", sc.keyCreatedAfterRoute},
 		{"5c_CallerAuth", sc.callerAuth},
+		{"5c2_TokenBudgets", sc.tokenBudgets},
 		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
 		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
 		{"5f_TLS", sc.tlsScenario},

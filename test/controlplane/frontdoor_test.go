@@ -176,7 +176,7 @@ func (sc *scenarios) secondGateway(t *testing.T) {
 // envoySettingChanged is scenario 5e: spec.envoy.drainTimeout changes on
 // the live gateway. The EnvoyProxy changes, Envoy Gateway changes the pod
 // template (a termination grace period of the drain timeout plus 300 s:
-// gateway v1.8.1 internal/infrastructure/kubernetes/proxy/
+// gateway v1.8.3 internal/infrastructure/kubernetes/proxy/
 // resource_provider.go, expectedTerminationGracePeriodSeconds), and the Deployment rolls: GatewayReady is
 // False while old-template pods serve and True after, the model's route
 // stays composed throughout, and RoutingReady comes back.

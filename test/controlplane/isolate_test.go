@@ -22,7 +22,7 @@ import (
 
 // Envoy Gateway and AI Gateway are made to run in a pod: both bind fixed
 // ports on every interface, and the same ones (8080 and 18002), and Envoy
-// Gateway reads its TLS files from a fixed /certs (gateway v1.8.1
+// Gateway reads its TLS files from a fixed /certs (gateway v1.8.3
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
 // XdsTLSCertFilepath; no flag). So each runs here in a network and mount
 // namespace of its own, like a pod: only a loopback interface, and /certs

@@ -508,7 +508,7 @@ func str(v any, key string) string {
 // match that a Backend's endpoints select: Envoy Gateway puts all the
 // backends of a rule into one cluster, a locality each, and gives each
 // locality's endpoints the name of their TLS settings in
-// envoy.transport_socket_match metadata (gateway v1.8.1
+// envoy.transport_socket_match metadata (gateway v1.8.3
 // internal/xds/translator/cluster.go, buildXdsClusterLoadAssignment and
 // buildXdsCluster).
 func (d xdsDump) tlsContextOf(backend string) map[string]any {

@@ -301,7 +301,8 @@ func (sc *scenarios) podsHaveSidecar(t *testing.T, image string) {
 // envoyDeploymentRecreated is scenario 4b, the other order of the race
 // between the first Envoy pods and AI Gateway's filter-config Secret. The
 // Envoy Deployment is deleted, and Envoy Gateway restarted: v1.8.1 did not
-// create a deleted Deployment again by itself within 3 minutes here (it
+// create a deleted Deployment again by itself within 3 minutes here, nor
+// does v1.8.3, whose infrastructure runner is the same (it
 // applies its infrastructure when it gets an update of the infrastructure
 // IR: internal/infrastructure/runner/runner.go,
 // updateProxyInfraFromSubscription), but does at start. The

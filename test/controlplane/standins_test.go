@@ -24,7 +24,7 @@ import (
 // function — is the real thing.
 
 // Labels Envoy Gateway puts on the Envoy Deployment and its pods
-// (envoyproxy/gateway v1.8.1 internal/infrastructure/kubernetes/proxy,
+// (envoyproxy/gateway v1.8.3 internal/infrastructure/kubernetes/proxy,
 // envoyLabels). AI Gateway finds the Deployment by the owning-gateway pair.
 const (
 	labelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"

@@ -280,11 +280,10 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 	t.Logf("xDS: the https listener serves %s with the certificate of serial %s; its private key reads %q",
 		gatewayNS+"/"+tlsSecretName, good.serial, tlsSecret(d)["tls_certificate"].(map[string]any)["private_key"])
 
-	// 2a. A certificate with the key of another. Envoy Gateway v1.8.1
-	// parses the certificate and the key each on its own and never checks
-	// that they belong together (internal/gatewayapi/tls.go,
-	// parseCertsFromTLSSecretsData), so the function checks it: it says
-	// TLSSecretMissing and keeps the copy delivered before.
+	// 2a. A certificate with the key of another. The function checks that
+	// they belong together: it says TLSSecretMissing and keeps the copy
+	// delivered before, so the https listener goes on serving the good
+	// certificate.
 	other := selfSigned(t, tlsHostname, now.Add(-time.Hour), now.Add(24*time.Hour))
 	mismatched := selfSigned(t, tlsHostname, now.Add(-time.Hour), now.Add(24*time.Hour))
 	mismatched.keyPEM = other.keyPEM
@@ -294,26 +293,33 @@ func (sc *scenarios) tlsScenario(t *testing.T) {
 		t.Errorf("the mismatched pair was copied to the gateway cluster: %s", s)
 	}
 	// What the function prevents: the same pair, written straight into the
-	// gateway cluster's copy, is programmed by Envoy Gateway and sent to
-	// Envoy (which refuses it). The provider forces the copy back at its
-	// next apply, below.
+	// gateway cluster's copy, takes the https listener down. Envoy Gateway
+	// v1.8.3 refuses the pair (internal/gatewayapi/tls.go,
+	// parseCertsFromTLSSecretsData: "must contain a matching tls.crt and
+	// tls.key"; v1.8.1 programmed it, and Envoy refused it), which leaves
+	// the listener without a valid certificate: ResolvedRefs=False
+	// (InvalidCertificateRef), not programmed. The provider forces the copy
+	// back at its next apply, below.
 	cp, err := sc.get(sc.ctx, gvrSecret, gatewayNS, tlsSecretName)
 	must(t, err)
 	cp.Object["data"] = mismatched.data()
 	_, err = c.dyn.Resource(gvrSecret).Namespace(gatewayNS).Update(sc.ctx, cp, metav1.UpdateOptions{})
 	must(t, err)
-	sc.readXDS(t, "scenario-tls-mismatched", checkTLSServed(mismatched.serial))
-	conds, _, _ := sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
-	if conds["Programmed"] != "True (Programmed)" || conds["ResolvedRefs"] != "True (ResolvedRefs)" {
-		t.Logf("Envoy Gateway now reports a key that is not the certificate's: %v", conds)
-	}
-	t.Logf("a pair whose key is not the certificate's, written into the gateway cluster's copy: Envoy Gateway serves it over xDS and reports the https listener %v", conds)
+	sc.eventually(t, waitRoute, "Envoy Gateway refusing the mismatched pair written into the gateway cluster's copy", func(ctx context.Context) string {
+		conds, msgs, _ := sc.listenerStatus(ctx, gateway.ListenerHTTPS)
+		if conds["ResolvedRefs"] != "False (InvalidCertificateRef)" || !strings.Contains(msgs["ResolvedRefs"], "must contain a matching tls.crt and tls.key") {
+			return fmt.Sprintf("the https listener is %v (ResolvedRefs: %s)", conds, msgs["ResolvedRefs"])
+		}
+		return ""
+	})
+	conds, msgs, _ := sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
+	t.Logf("a pair whose key is not the certificate's, written into the gateway cluster's copy: Envoy Gateway reports the https listener %v: %s", conds, msgs["ResolvedRefs"])
 
 	// 2. A certificate Envoy Gateway rejects: one that has expired.
 	expired := selfSigned(t, tlsHostname, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
 	sc.putTLSSecret(t, "expired", expired)
 	sc.gatewayFalse(t, "the expired certificate", gatewayready.ReasonListenersNotProgrammed, "has expired")
-	conds, msgs, _ := sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
+	conds, msgs, _ = sc.listenerStatus(sc.ctx, gateway.ListenerHTTPS)
 	if conds["Programmed"] != "False (Invalid)" || conds["ResolvedRefs"] != "False (InvalidCertificateRef)" {
 		t.Errorf("Envoy Gateway reports the https listener with the expired certificate as %v; want Programmed=False (Invalid), ResolvedRefs=False (InvalidCertificateRef)", conds)
 	}
@@ -478,7 +484,7 @@ func (d xdsDump) routeConfig(listener string) map[string]any {
 }
 
 // tlsSecret returns the xDS secret of the TLS Secret's copy, named
-// <namespace>/<name> by Envoy Gateway (gateway v1.8.1
+// <namespace>/<name> by Envoy Gateway (gateway v1.8.3
 // internal/gatewayapi/helpers.go, irTLSListenerConfigName).
 func tlsSecret(d xdsDump) map[string]any {
 	for _, s := range d["secrets"] {
@@ -490,7 +496,7 @@ func tlsSecret(d xdsDump) map[string]any {
 }
 
 // sdsNames are the names of the certificates a listener's filter chains
-// ask for over SDS (gateway v1.8.1 internal/xds/translator/listener.go,
+// ask for over SDS (gateway v1.8.3 internal/xds/translator/listener.go,
 // buildXdsDownstreamTLSSocket).
 func sdsNames(l map[string]any) []string {
 	var out []string
@@ -549,7 +555,7 @@ func checkTLSServed(want *big.Int) func(xdsDump) string {
 
 // checkFrontDoorTLS: /healthz is a direct response 200 on the http and the
 // https listener, and every other route of the http listener redirects to
-// https on host with a 308 (PERMANENT_REDIRECT; gateway v1.8.1
+// https on host with a 308 (PERMANENT_REDIRECT; gateway v1.8.3
 // internal/xds/translator/route.go, buildXdsRedirectAction).
 func checkFrontDoorTLS(host string) func(xdsDump) string {
 	return func(d xdsDump) string {

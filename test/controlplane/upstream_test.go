@@ -193,7 +193,7 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 	bin := c.bins[toolEnvoyGateway.name]
 	env := []string{"KUBECONFIG=" + c.kubeconfig}
 	// certgen creates the Secrets envoy-gateway, envoy, envoy-rate-limit
-	// and envoy-oidc-hmac in envoy-gateway-system (gateway v1.8.1
+	// and envoy-oidc-hmac in envoy-gateway-system (gateway v1.8.3
 	// internal/cmd/certgen.go); without --disable-topology-injector it
 	// then looks for the injector's webhook and exits 1.
 	if out, err := c.ps.run(ctx, env, bin, "certgen", "--disable-topology-injector"); err != nil {
@@ -209,7 +209,7 @@ func (c *cluster) startEnvoyGateway(ctx context.Context, u *upstream) {
 	u.egCerts = certs
 	c.envoyCerts = c.writeEnvoyCerts(ctx)
 	u.egConfig = filepath.Join(c.dir, "envoy-gateway.yaml")
-	writeFile(c.tb, u.egConfig, fmt.Appendf(nil, egConfig, u.extensionPort))
+	c.writeEGConfig(u, "")
 	c.launchEnvoyGateway(u)
 	c.create(ctx, gvrGatewayClass, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1",
@@ -241,11 +241,39 @@ func (c *cluster) writeCertgenSecret(ctx context.Context, name, dir string) stri
 	return dir
 }
 
-// launchEnvoyGateway starts Envoy Gateway's server in its namespaces.
+// writeEGConfig writes Envoy Gateway's configuration: egConfig, and, with
+// a redisURL, global rate limiting with that Redis as its Helm values set
+// it (config.rateLimit.backend; gateway v1.8.3
+// api/v1alpha1/envoygateway_types.go, RateLimit).
+func (c *cluster) writeEGConfig(u *upstream, redisURL string) {
+	c.tb.Helper()
+	cfg := fmt.Sprintf(egConfig, u.extensionPort)
+	if redisURL != "" {
+		cfg += fmt.Sprintf("rateLimit:\n  backend:\n    type: Redis\n    redis:\n      url: %s\n", redisURL)
+	}
+	writeFile(c.tb, u.egConfig, []byte(cfg))
+}
+
+// restartEnvoyGatewayWithRateLimit restarts Envoy Gateway with global rate
+// limiting on, backed by the Redis at redisURL: what a platform that sets
+// token budgets installs (docs/install.md). It returns once the rate-limit
+// xDS server answers, and fails at once if Envoy Gateway exits instead
+// (it validates its configuration at start: gateway v1.8.3
+// api/v1alpha1/validation/envoygateway_validate.go).
+func (c *cluster) restartEnvoyGatewayWithRateLimit(ctx context.Context, u *upstream, redisURL string) {
+	c.tb.Helper()
+	c.writeEGConfig(u, redisURL)
+	c.restartEnvoyGateway(u)
+	must(c.tb, waitFor(ctx, u.eg, 250*time.Millisecond, "Envoy Gateway's rate-limit xDS server", tlsServes(rateLimitXDSPort)))
+}
+
+// launchEnvoyGateway starts Envoy Gateway's server in its namespaces. Its
+// rate-limit xDS server (18001) is reachable from the host like its xDS
+// server; it listens only with rate limiting on.
 func (c *cluster) launchEnvoyGateway(u *upstream) {
 	c.tb.Helper()
 	u.eg = c.ps.startIsolated("envoy-gateway", []string{"KUBECONFIG=" + c.kubeconfig},
-		isolation{Outbound: []int{c.apiPort, u.extensionPort}, Inbound: []int{xdsPort}, Mounts: map[string]string{"/certs": u.egCerts}},
+		isolation{Outbound: []int{c.apiPort, u.extensionPort}, Inbound: []int{xdsPort, rateLimitXDSPort}, Mounts: map[string]string{"/certs": u.egCerts}},
 		c.bins[toolEnvoyGateway.name], "server", "--config-path", u.egConfig)
 }
 
@@ -274,7 +302,7 @@ func tlsServes(port int) func(context.Context) (bool, error) {
 // LoadBalancer Service in Envoy Gateway's namespace gets an ingress
 // address. Envoy Gateway sets a LoadBalancer Service's Gateway's
 // status.addresses from it, and without an address the Gateway is not
-// Programmed (gateway v1.8.1 internal/gatewayapi/status/gateway.go,
+// Programmed (gateway v1.8.3 internal/gatewayapi/status/gateway.go,
 // UpdateGatewayStatusProgrammedCondition and
 // updateGatewayProgrammedCondition, AddressNotAssigned).
 type loadBalancer struct {

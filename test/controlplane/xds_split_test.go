@@ -21,7 +21,7 @@ import (
 
 // Never a silent weighted split. Envoy Gateway builds one cluster per
 // backendRef, and routes by weighted_clusters, when a rule has a backendRef
-// it cannot resolve (gateway v1.8.1 internal/ir/xds.go,
+// it cannot resolve (gateway v1.8.3 internal/ir/xds.go,
 // HTTPRoute.NeedsClusterPerSetting: an invalid destination setting's
 // weight). AI Gateway recognises only the one-cluster name
 // httproute/<ns>/<name>/rule/<i> (ai-gateway v1.0.0

@@ -29,7 +29,7 @@ import (
 // publishes only what its extension hook returns). tools/xds-reader reads
 // it as that Envoy would and prints it as JSON, key material redacted.
 
-// xdsPort is Envoy Gateway's xDS server (gateway v1.8.1
+// xdsPort is Envoy Gateway's xDS server (gateway v1.8.3
 // internal/xds/bootstrap/bootstrap.go, DefaultXdsServerPort), served inside
 // its network namespace and forwarded to the host's loopback.
 const xdsPort = 18000
@@ -41,7 +41,7 @@ var toolXDSReader = tool{name: "xds-reader", version: xdsReaderVersion(), module
 
 // xdsReaderVersion hashes the reader's source files.
 func xdsReaderVersion() string {
-	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go")
+	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go", "ratelimit.go")
 }
 
 // sourceVersion names a build of a tools module of this repository's own
@@ -68,13 +68,13 @@ type xdsDump map[string][]map[string]any
 
 // writeEnvoyCerts writes the client certificate Envoy pods use, certgen's
 // Secret envoy-gateway-system/envoy, signed by the CA Envoy Gateway's xDS
-// server trusts (gateway v1.8.1 internal/crypto/cert_load.go).
+// server trusts (gateway v1.8.3 internal/crypto/cert_load.go).
 func (c *cluster) writeEnvoyCerts(ctx context.Context) string {
 	return c.writeCertgenSecret(ctx, "envoy", filepath.Join(c.dir, "envoy-certs"))
 }
 
 // serviceCluster is the node cluster Envoy Gateway gives our Gateway's
-// Envoy (--service-cluster in the Deployment's args, gateway v1.8.1
+// Envoy (--service-cluster in the Deployment's args, gateway v1.8.3
 // internal/infrastructure/common/proxy_args.go): the key of the Gateway's
 // snapshot.
 func (sc *scenarios) serviceCluster(ctx context.Context) string {
@@ -237,7 +237,7 @@ func priorities(c map[string]any) []int64 {
 
 // checkBodyLimit: every listener of our Gateway buffers the configured
 // limit (the ClientTrafficPolicy's bufferLimit, default 50Mi), set by
-// Envoy Gateway as per_connection_buffer_limit_bytes (gateway v1.8.1
+// Envoy Gateway as per_connection_buffer_limit_bytes (gateway v1.8.3
 // internal/xds/translator/listener.go).
 func checkBodyLimit(want int64) func(xdsDump) string {
 	return func(d xdsDump) string {
@@ -260,7 +260,7 @@ func checkBodyLimit(want int64) func(xdsDump) string {
 // order (AI Gateway's extension server writes them by backendRef position:
 // ai-gateway v1.0.0 internal/extensionserver/post_translate_modify.go,
 // maybeModifyCluster), and retries on the configured status codes, moving
-// to the next priority each time (previous_priorities; gateway v1.8.1
+// to the next priority each time (previous_priorities; gateway v1.8.3
 // internal/xds/translator/route.go, buildRetryPolicy).
 func checkFailover(model string, wantPriorities []int64, wantCodes []int64, wantRetries int64) func(xdsDump) string {
 	return func(d xdsDump) string {
@@ -506,7 +506,7 @@ func checkAIGatewayFilters(d xdsDump) string {
 // (the failover policy's passive health check), and has the panic
 // threshold spec.failover asks for. Envoy Gateway writes
 // healthy_panic_threshold only when it is not 50, Envoy's default (gateway
-// v1.8.1 internal/xds/translator/cluster.go); protojson omits a 0 value.
+// v1.8.3 internal/xds/translator/cluster.go); protojson omits a 0 value.
 func checkPassiveHealth(threshold int32) func(xdsDump) string {
 	return func(d xdsDump) string {
 		rs := d.modelRoutes()
@@ -541,7 +541,7 @@ func checkPassiveHealth(threshold int32) func(xdsDump) string {
 // checkCallerHeaderRemovedEarly: every HTTP connection manager removes a
 // client's x-modelplane-caller in its early header mutation, before any
 // filter or the routing reads it (the ClientTrafficPolicy's
-// earlyRequestHeaders; gateway v1.8.1 internal/xds/translator/listener.go,
+// earlyRequestHeaders; gateway v1.8.3 internal/xds/translator/listener.go,
 // buildEarlyHeaderMutation).
 func checkCallerHeaderRemovedEarly(d xdsDump) string {
 	hs := d.hcms()
@@ -655,7 +655,7 @@ func checkNoCallerAuth(d xdsDump) string {
 // checkCallerAuth: with spec.auth, every model route enables api_key_auth
 // with one credential per caller (keys redacted), the keys looked for in
 // Authorization and x-api-key, the client ID forwarded in
-// x-modelplane-caller and the key hidden from the backend (gateway v1.8.1
+// x-modelplane-caller and the key hidden from the backend (gateway v1.8.3
 // internal/xds/translator/api_key_auth.go); /healthz checks no key.
 func checkCallerAuth(clients []string) func(xdsDump) string {
 	want := slices.Sorted(slices.Values(clients))

@@ -68,15 +68,13 @@ type knownRejection struct {
 	why string
 }
 
-// knownRejections are the known upstream rejections.
-var knownRejections = []knownRejection{{
-	scenarios: []string{"gateway/budgets", "gateway/budgets-ratelimit-disabled", "gateway/budgets-unknown-caller"},
-	resource:  "failover-policy",
-	contains:  "Maximum boundary value must be of type integer with format int32 in spec.rateLimit.global.rules[",
-	why: "Envoy Gateway v1.8.1's CRD gives rateLimit rules' limit.requests format int32 and maximum 4294967295, " +
-		"which Kubernetes 1.36 rejects for every value (envoyproxy/gateway issue 9186); v1.8.2's CRD has format int64 " +
-		"(api/v1alpha1/ratelimit_types.go, RateLimitValue.Requests). docs/budgets.md says so",
-}}
+// knownRejections are the known upstream rejections. None is known with
+// the pinned versions: Envoy Gateway v1.8.1's CRD gave rateLimit rules'
+// limit.requests format int32 with a maximum of 4294967295, which
+// Kubernetes 1.36 rejects for every value (envoyproxy/gateway issue 9186),
+// so every budget was refused; v1.8.2 gave it format int64, and the pin is
+// v1.8.3 (api/v1alpha1/ratelimit_types.go, RateLimitValue.Requests).
+var knownRejections []knownRejection
 
 // knownRejectionOf finds the known rejection that err, on the composed
 // resource of scenario id, is.

@@ -342,7 +342,7 @@ func (w *world) envoyGateway() {
 	}
 	// One status entry per listener of the spec, rebuilt on every pass;
 	// the model's certificates are always valid, so each is Programmed
-	// with its references resolved (gateway v1.8.1
+	// with its references resolved (gateway v1.8.3
 	// internal/gatewayapi/contexts.go, ResetListeners;
 	// internal/gatewayapi/validate.go, validateListenerConditions).
 	var listeners []any
@@ -369,7 +369,7 @@ const egController = "gateway.envoyproxy.io/gatewayclass-controller"
 
 // envoyGatewayPolicies writes a policy's ancestor status: Accepted=True
 // for every Gateway it targets that exists; a Gateway that does not exist
-// gets no ancestor entry (gateway v1.8.1 internal/gatewayapi/
+// gets no ancestor entry (gateway v1.8.3 internal/gatewayapi/
 // clienttrafficpolicy.go, resolveClientTrafficPolicyTargetRef: "Gateway not
 // found" returns no gateway, and the policy is skipped for it). The status
 // is rewritten from each translation.
@@ -408,7 +408,7 @@ func (w *world) envoyGatewayPolicies() {
 // (or no sectionName is given), and ResolvedRefs=True when every
 // backendRef names an existing Backend, else False with BackendNotFound
 // (gateway-api apis/v1/shared_types.go, RouteConditionAccepted and
-// RouteConditionResolvedRefs; gateway v1.8.1 internal/gatewayapi/route.go).
+// RouteConditionResolvedRefs; gateway v1.8.3 internal/gatewayapi/route.go).
 // A parent Gateway that does not exist is not Envoy Gateway's: it writes
 // nothing for it.
 func (w *world) envoyGatewayRoutes() {
@@ -469,7 +469,7 @@ func (w *world) envoyGatewayRoutes() {
 // HTTPRoute that serves (it has resolved every Backend before) while one
 // of its Backends is missing and its ModelRoute exists. It would mark that
 // destination invalid and route the model by weight over one cluster per
-// backend, which AI Gateway leaves without priorities (gateway v1.8.1
+// backend, which AI Gateway leaves without priorities (gateway v1.8.3
 // internal/ir/xds.go, HTTPRoute.NeedsClusterPerSetting; ai-gateway v1.0.0
 // internal/extensionserver/post_translate_modify.go, maybeModifyCluster):
 // the fallback tier takes live traffic.

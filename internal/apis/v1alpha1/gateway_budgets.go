@@ -21,7 +21,7 @@ const (
 )
 
 // The windows a budget is spent over (spec.budgets[].per). Envoy Gateway
-// v1.8.1 also has Second and Year (api/v1alpha1/ratelimit_types.go,
+// v1.8.3 also has Second and Year (api/v1alpha1/ratelimit_types.go,
 // RateLimitUnit); a token budget per second is a rate limit, not a budget,
 // and a year outlives any Redis the counters are kept in.
 const (
@@ -35,7 +35,7 @@ const (
 const (
 	// BudgetScopePerModel gives each caller one budget per model: Envoy
 	// Gateway gives each route of a Gateway-targeted policy its own
-	// counters (gateway v1.8.1 api/v1alpha1/ratelimit_types.go,
+	// counters (gateway v1.8.3 api/v1alpha1/ratelimit_types.go,
 	// RateLimitRule.ClientSelectors).
 	BudgetScopePerModel = "PerModel"
 	// BudgetScopeAllModels gives each caller one budget across every

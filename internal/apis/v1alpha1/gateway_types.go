@@ -41,7 +41,7 @@ type CertificateRef struct {
 
 // DefaultBufferLimit is how much of a request or response one connection
 // may buffer. AI Gateway's ext-proc buffers whole request and response
-// bodies, and Envoy Gateway's listener default of 32 KiB (gateway v1.8.1
+// bodies, and Envoy Gateway's listener default of 32 KiB (gateway v1.8.3
 // internal/xds/translator/listener.go,
 // tcpListenerPerConnectionBufferLimitBytes) fails any longer prompt or
 // completion. 50Mi is what AI Gateway's getting-started guide sets.
@@ -120,7 +120,7 @@ var (
 	DefaultRetryStatusCodes = []int32{429, 503}
 )
 
-// RetryTriggers are the triggers Envoy Gateway v1.8.1 accepts
+// RetryTriggers are the triggers Envoy Gateway v1.8.3 accepts
 // (api/v1alpha1/retry_types.go, TriggerEnum).
 var RetryTriggers = []egv1a1.TriggerEnum{
 	egv1a1.Error5XX, egv1a1.GatewayError, egv1a1.Reset, egv1a1.ResetBeforeRequest, egv1a1.ConnectFailure,
@@ -154,7 +154,7 @@ type RetryOn struct {
 const (
 	// DefaultDrainTimeout lets a streaming completion finish while its
 	// Envoy pod is replaced: Envoy Gateway's own default is 60 s
-	// (gateway v1.8.1 api/v1alpha1/envoyproxy_types.go, ShutdownConfig),
+	// (gateway v1.8.3 api/v1alpha1/envoyproxy_types.go, ShutdownConfig),
 	// shorter than many completions. Modelplane uses 300 s.
 	DefaultDrainTimeout = "300s"
 

@@ -69,7 +69,7 @@ func (s *InferenceGatewaySpec) validateConnection() error {
 	}
 	q := s.Connection.BufferLimit
 	// Envoy Gateway turns the limit into a uint32 and rejects the whole
-	// ClientTrafficPolicy when it does not fit (gateway v1.8.1
+	// ClientTrafficPolicy when it does not fit (gateway v1.8.3
 	// internal/gatewayapi/clienttrafficpolicy.go, BufferLimit).
 	v, ok := q.AsInt64()
 	if !ok || v < MinBufferLimit || v > math.MaxUint32 {

@@ -63,7 +63,7 @@ func (b Backend) validateEndpoint(f string) error {
 	h := b.Endpoint.Hostname
 	// Envoy Gateway emits one STRICT_DNS cluster with per-priority
 	// localities for FQDN endpoints, where AI Gateway writes the tiers. An
-	// IP makes an EDS cluster instead (envoyproxy/gateway v1.8.1
+	// IP makes an EDS cluster instead (envoyproxy/gateway v1.8.3
 	// internal/xds/translator/cluster.go, buildEndpointType), whose
 	// endpoints AI Gateway never sees (ai-gateway v1.0.0
 	// internal/extensionserver/post_translate_modify.go, maybeModifyCluster

@@ -40,7 +40,7 @@ var Sources = []Source{
 	// Envoy Gateway's chart also bundles the Gateway API CRDs (of the same
 	// v1.5.1) in templates/*-gatewayapi-crds.yaml; only generated/ is read
 	// here so that the Gateway API CRDs come from one place, the module below.
-	{Module: "github.com/envoyproxy/gateway", Version: "v1.8.1", Glob: "charts/gateway-crds-helm/templates/generated/*.yaml"},
+	{Module: "github.com/envoyproxy/gateway", Version: "v1.8.3", Glob: "charts/gateway-crds-helm/templates/generated/*.yaml"},
 	// The standard channel: every Gateway API field the function writes,
 	// Gateway spec.infrastructure included, is standard. The experimental
 	// channel would accept fields a standard install rejects.

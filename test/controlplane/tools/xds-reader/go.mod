@@ -5,6 +5,7 @@ go 1.26.4
 require (
 	github.com/envoyproxy/go-control-plane v0.14.1-0.20260409050421-3f47accd6e14
 	github.com/envoyproxy/go-control-plane/envoy v1.37.1-0.20260409050421-3f47accd6e14
+	github.com/envoyproxy/go-control-plane/ratelimit v0.1.1-0.20260409050421-3f47accd6e14
 	google.golang.org/grpc v1.80.0
 	google.golang.org/protobuf v1.36.11
 )

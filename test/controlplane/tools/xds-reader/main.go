@@ -4,6 +4,10 @@
 // of resources in protojson with their @type. Every key and secret value
 // is replaced by "<redacted>" before it is printed.
 //
+// With -ratelimit-config it reads instead what Envoy Gateway serves the
+// global rate-limit service; with -should-rate-limit it asks a running
+// rate-limit service as Envoy's rate-limit filter would (ratelimit.go).
+//
 // The control-plane suite runs it against the real Envoy Gateway to check
 // the promises the function makes, which only Envoy carries out.
 package main
@@ -27,15 +31,26 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// Output keys and the type each holds, in the order they are asked for.
+// kind is an output key and the type it holds.
+type kind struct{ key, typeURL string }
+
+// envoyKinds are what an Envoy is served, in the order they are asked for.
 // Clusters go first: Envoy Gateway's first answer on a stream waits for a
 // snapshot of the node's Gateway, and every other type follows from it.
-var kinds = []struct{ key, typeURL string }{
+var envoyKinds = []kind{
 	{"clusters", resourcev3.ClusterType},
 	{"listeners", resourcev3.ListenerType},
 	{"routes", resourcev3.RouteType},
 	{"endpoints", resourcev3.EndpointType},
 	{"secrets", resourcev3.SecretType},
+}
+
+// rateLimitKinds are what the rate-limit service is served: its
+// configuration, one RateLimitConfig per domain, from Envoy Gateway's
+// second xDS server (gateway v1.8.3 internal/globalratelimit/runner/
+// runner.go), keyed by node ID alone (cachev3.IDHash).
+var rateLimitKinds = []kind{
+	{"ratelimit_configs", resourcev3.RateLimitConfigType},
 }
 
 func main() {
@@ -47,10 +62,23 @@ func main() {
 		nodeID  = flag.String("node-id", "", "the node ID; any unique non-empty string")
 		timeout = flag.Duration("timeout", 30*time.Second, "how long to wait for a snapshot")
 		others  = flag.Duration("others-timeout", 2*time.Second, "how long to wait, once the clusters came, for the other types (a type the snapshot lacks may never be answered)")
+		rlConf  = flag.Bool("ratelimit-config", false, "read the rate-limit service's configuration instead (Envoy Gateway's port 18001, node ID envoy-ratelimit)")
+		should  = flag.Bool("should-rate-limit", false, "call the rate-limit service at -address with each ShouldRateLimitRequest of the JSON array on stdin, in order, and print the answers")
 	)
 	flag.Parse()
-	if *certDir == "" || *cluster == "" || *nodeID == "" {
-		fmt.Fprintln(os.Stderr, "xds-reader: -cert-dir, -node-cluster and -node-id are required")
+	if *should {
+		if err := shouldRateLimit(*addr, *certDir, *server, *timeout, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "xds-reader: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	kinds := envoyKinds
+	if *rlConf {
+		kinds = rateLimitKinds
+	}
+	if *certDir == "" || *nodeID == "" || (*cluster == "" && !*rlConf) {
+		fmt.Fprintln(os.Stderr, "xds-reader: -cert-dir and -node-id are required, and -node-cluster for an Envoy's configuration")
 		os.Exit(2)
 	}
 	// However it waits, the reader never outlives its timeout by more than
@@ -64,7 +92,7 @@ func main() {
 	defer watchdog.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	out, err := read(ctx, *addr, *certDir, *server, &corev3.Node{Id: *nodeID, Cluster: *cluster}, *others)
+	out, err := read(ctx, *addr, *certDir, *server, &corev3.Node{Id: *nodeID, Cluster: *cluster}, kinds, *others)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "xds-reader: %v\n", err)
 		os.Exit(1)
@@ -107,7 +135,7 @@ func dialTLS(certDir, server string) (credentials.TransportCredentials, error) {
 // resources. Envoy Gateway publishes a new snapshot on every translation,
 // so the types of one read may come from two snapshots: the versions are in
 // the dump, and the suite's checks wait on the content.
-func read(ctx context.Context, addr, certDir, server string, node *corev3.Node, others time.Duration) (map[string]any, error) {
+func read(ctx context.Context, addr, certDir, server string, node *corev3.Node, kinds []kind, others time.Duration) (map[string]any, error) {
 	creds, err := dialTLS(certDir, server)
 	if err != nil {
 		return nil, err
@@ -119,13 +147,13 @@ func read(ctx context.Context, addr, certDir, server string, node *corev3.Node, 
 		return nil, fmt.Errorf("cannot dial %s: %w", addr, err)
 	}
 	defer conn.Close() //nolint:errcheck // nothing to do about it
-	out, _, err := readOnce(ctx, conn, node, others)
+	out, _, err := readOnce(ctx, conn, node, kinds, others)
 	return out, err
 }
 
 // readOnce reads every type on one stream, and reports whether every
 // answer had the same version.
-func readOnce(ctx context.Context, conn *grpc.ClientConn, node *corev3.Node, others time.Duration) (map[string]any, bool, error) {
+func readOnce(ctx context.Context, conn *grpc.ClientConn, node *corev3.Node, kinds []kind, others time.Duration) (map[string]any, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
@@ -170,7 +198,7 @@ func readOnce(ctx context.Context, conn *grpc.ClientConn, node *corev3.Node, oth
 		case <-deadline:
 			// The other types have had their time; what has not come, the
 			// snapshot lacks.
-			return decodeAll(got)
+			return decodeAll(kinds, got)
 		case r := <-answers:
 			// What came, on stderr, for a reader that waits in vain.
 			fmt.Fprintf(os.Stderr, "xds-reader: %s version %q: %d resources\n", r.GetTypeUrl(), r.GetSystemVersionInfo(), len(r.GetResources()))
@@ -187,12 +215,12 @@ func readOnce(ctx context.Context, conn *grpc.ClientConn, node *corev3.Node, oth
 			}
 		}
 	}
-	return decodeAll(got)
+	return decodeAll(kinds, got)
 }
 
 // decodeAll decodes the answers by type, redacted, and reports whether
 // they are of one snapshot version.
-func decodeAll(got map[string]*discoveryv3.DeltaDiscoveryResponse) (map[string]any, bool, error) {
+func decodeAll(kinds []kind, got map[string]*discoveryv3.DeltaDiscoveryResponse) (map[string]any, bool, error) {
 	out := map[string]any{}
 	versions := map[string]string{}
 	version := ""
