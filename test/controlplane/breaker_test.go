@@ -21,10 +21,11 @@ import (
 // and when its breaker opened. The constants are crossplane v2.3.0's and
 // v2.2.0's defaults (cmd/crossplane/core/core.go, CircuitBreakerBurst and
 // CircuitBreakerRefillRate; internal/circuit/token_bucket.go), which the
-// suite runs with; the cooldown is the cluster's (cluster.breakerCooldown).
+// suite runs with.
 const (
 	breakerCapacity = 100.0
 	breakerRefill   = 1.0 // tokens per second
+	breakerCooldown = 5 * time.Minute
 )
 
 // spend is one event that cost a composite tokens: an update of one of its
@@ -98,7 +99,6 @@ func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
 	w.mu.Lock()
 	ss := slices.Clone(w.spends[key])
 	w.mu.Unlock()
-	cooldown := w.c.breakerCooldown
 	r := breakerReport{bySource: map[string]int{}}
 	tokens, last := breakerCapacity, time.Time{}
 	open, openedAt := false, time.Time{}
@@ -115,7 +115,7 @@ func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
 			r.spent += s.tokens
 			r.bySource[s.source] += s.tokens
 		}
-		if open && s.at.Sub(openedAt) >= cooldown {
+		if open && s.at.Sub(openedAt) >= breakerCooldown {
 			open = false
 		}
 		if open {
@@ -133,7 +133,7 @@ func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
 			break
 		}
 	}
-	r.openAt = open && to.Sub(openedAt) < cooldown
+	r.openAt = open && to.Sub(openedAt) < breakerCooldown
 	return r
 }
 

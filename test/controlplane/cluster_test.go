@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -115,16 +114,12 @@ type cluster struct {
 	// with which the suite reads Envoy Gateway's xDS (xds_test.go).
 	envoyCerts string
 
-	xpMetrics int // Crossplane's metrics port
-	// breakerCooldown is Crossplane's --circuit-breaker-cooldown, which
-	// the Compositions' Input states too (circuitBreakerCooldown), as the
-	// Input's doc asks of a Crossplane run with another cooldown.
-	breakerCooldown time.Duration
-	apiPort         int
-	token           string
-	kubeconfig      string // file, for the processes
-	auditLog        string // the API server's audit log: every request but watches, at Metadata
-	gatewayUser     string // who provider-kubernetes is on the gateway cluster
+	xpMetrics   int // Crossplane's metrics port
+	apiPort     int
+	token       string
+	kubeconfig  string // file, for the processes
+	auditLog    string // the API server's audit log: every request but watches, at Metadata
+	gatewayUser string // who provider-kubernetes is on the gateway cluster
 
 	// controllers is the Crossplane and provider-kubernetes bins holds,
 	// whose module versions the CRDs come from.
@@ -519,7 +514,6 @@ func (c *cluster) startCrossplane(ctx context.Context) {
 		"--enable-webhooks=false", "--package-runtime=External",
 		"--tls-client-certs-dir="+certs,
 		"--xpkg-cache-dir="+cache,
-		"--circuit-breaker-cooldown="+c.breakerCooldown.String(),
 		"--metrics-port="+strconv.Itoa(metrics), "--health-probe-port="+strconv.Itoa(probe))
 	must(c.tb, waitFor(ctx, xp, 200*time.Millisecond, "Crossplane /readyz", func(ctx context.Context) (bool, error) {
 		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), "")
@@ -768,9 +762,8 @@ func (c *cluster) dryRunControlPlane(ctx context.Context) {
 
 // setGatewayNamespace sets gatewayNamespace to gatewayNS in the Input of
 // every step of a Composition that calls this function, giving a step an
-// Input if it has none, and circuitBreakerCooldown to the cluster's when
-// Crossplane runs with another than its default. Only those fields change:
-// everything else in the examples is installed as written. The ModelRoute Composition gets it too,
+// Input if it has none. Only that field changes: everything else in the
+// examples is installed as written. The ModelRoute Composition gets it too,
 // because a ModelRoute's parentRefs name the Gateway in the namespace its
 // own Input says (internal/gateway ParentRef).
 func (c *cluster) setGatewayNamespace(comp *unstructured.Unstructured) {
@@ -789,9 +782,6 @@ func (c *cluster) setGatewayNamespace(comp *unstructured.Unstructured) {
 			in = map[string]any{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input"}
 		}
 		in["gatewayNamespace"] = gatewayNS
-		if c.breakerCooldown != v1beta1.DefaultCircuitBreakerCooldown {
-			in["circuitBreakerCooldown"] = c.breakerCooldown.String()
-		}
 		step["input"] = in
 		steps[i] = step
 	}

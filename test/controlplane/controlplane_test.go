@@ -26,7 +26,6 @@
 package controlplane
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -100,16 +99,6 @@ const (
 	cleanupMargin = 2 * time.Minute
 )
 
-// suiteBreakerCooldown is the circuit-breaker cooldown TestControlPlane
-// runs Crossplane with. The scenarios that time a rollout first wait until
-// their composites' breakers close (restPastBreakers), and at Crossplane's
-// default of five minutes that wait is CI's longest idle time. A platform
-// may set --circuit-breaker-cooldown too; the Compositions then state it in
-// their Input (circuitBreakerCooldown), as they do here, and the suite runs
-// that path on the real Crossplane. TestScale keeps the default, so that
-// its figures are those of a default install.
-const suiteBreakerCooldown = time.Minute
-
 // TestControlPlane starts the control plane and runs the scenarios in
 // order, each from the state the one before left.
 func TestControlPlane(t *testing.T) {
@@ -131,7 +120,7 @@ func TestControlPlane(t *testing.T) {
 			t.Logf("FAILED: %s", strings.Join(failed, "; "))
 		}
 	})
-	sc = bringUpWith(t, upOptions{breakerCooldown: suiteBreakerCooldown})
+	sc = bringUp(t)
 	w := sc.w
 	defer sc.sp.write(t)
 	all := true
@@ -209,10 +198,6 @@ type upOptions struct {
 	// certManager runs cert-manager's controllers beside Envoy Gateway
 	// and AI Gateway (mtls_test.go).
 	certManager bool
-	// breakerCooldown is Crossplane's --circuit-breaker-cooldown, and the
-	// Compositions' circuitBreakerCooldown; zero keeps Crossplane's
-	// default.
-	breakerCooldown time.Duration
 }
 
 // bringUpWith is bringUp with options.
@@ -239,7 +224,6 @@ func bringUpWith(t *testing.T, o upOptions) *scenarios {
 	built := time.Now()
 
 	c := startCluster(ctx, t, root, bins, pair)
-	c.breakerCooldown = cmp.Or(o.breakerCooldown, v1beta1.DefaultCircuitBreakerCooldown)
 	webhookPort := c.ps.freePort()
 	c.installCRDs(ctx, webhookPort)
 	// Only what a platform team creates beforehand: the control-plane

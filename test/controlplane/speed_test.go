@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 )
 
 // How fast readiness follows the rollout, and what it costs the API
@@ -270,17 +272,13 @@ func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// breakerQuiet is how long the composites are left alone after their
-// creation burst before a timed rollout: Crossplane's circuit breaker of a
-// composite stays open for its cooldown after a burst opened it (crossplane
-// v2.3.0 and v2.2.0 --circuit-breaker-cooldown, five minutes by default),
-// and closes at the first event after that (internal/circuit/
-// token_bucket.go, RecordEvent). A gateway and routes that have been live
-// for a while are past it. Thirty seconds more let a route's back-off bring
-// that first event.
-func (sc *scenarios) breakerQuiet() time.Duration {
-	return sc.c.breakerCooldown + 30*time.Second
-}
+// breakerQuiet is how long the composites are left alone before a timed
+// rollout: Crossplane's circuit breaker of a composite stays open for five
+// minutes after its creation burst or a rollout opened it (crossplane
+// v2.3.0 and v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
+// that (internal/circuit/token_bucket.go, RecordEvent). A gateway and
+// routes that have been live for a while are past it.
+const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second
 
 // restPastBreakers waits out breakerQuiet, so that the next rollout meets
 // composites whose watch events flow, as on a gateway that has been live
@@ -292,7 +290,7 @@ func (sc *scenarios) breakerQuiet() time.Duration {
 func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time, cpuUse) {
 	t.Helper()
 	select {
-	case <-time.After(sc.breakerQuiet()):
+	case <-time.After(breakerQuiet):
 	case <-sc.ctx.Done():
 		t.Fatal(sc.ctx.Err())
 	}
