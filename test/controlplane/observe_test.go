@@ -139,6 +139,10 @@ type allowance struct {
 	resource  string
 	namespace string
 	name      string // "" matches any name
+	// composite, when set, matches only objects labelled as composed
+	// for that composite (labelComposite): an Object a reconcile created
+	// just before its composite's deletion has a name nobody knew.
+	composite string
 }
 
 // world watches the API server for the whole test: it checks the
@@ -288,7 +292,8 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	}
 	w.mu.Lock()
 	for _, a := range w.allowances {
-		if a.resource == gvr.Resource && a.namespace == u.GetNamespace() && (a.name == "" || a.name == u.GetName()) {
+		if a.resource == gvr.Resource && a.namespace == u.GetNamespace() && (a.name == "" || a.name == u.GetName()) &&
+			(a.composite == "" || a.composite == u.GetLabels()[labelComposite]) {
 			d.allowed, d.allowedReason = true, a.reason
 			break
 		}

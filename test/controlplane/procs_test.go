@@ -309,3 +309,69 @@ func listening(port int) func(context.Context) (bool, error) {
 		return true, nil
 	}
 }
+
+// latest returns the process last started under name, or nil.
+func (ps *procs) latest(name string) *proc {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range slices.Backward(ps.all) {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// kill sends SIGKILL to the process's group and waits until it has
+// exited: a crash, with no chance to clean up.
+func (p *proc) kill() {
+	if !p.running() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// signal sends sig to the process's whole group: SIGSTOP and SIGCONT hang
+// and resume every process of it, as a node under memory pressure or a
+// debugger would.
+func (p *proc) signal(sig syscall.Signal) {
+	if p.running() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// respawn starts p's command again, with the same arguments, environment
+// and process attributes, after p has exited (kill), as a restarted pod
+// would be. Its output is appended to p's log, so that a reader of the
+// log (the function's calls, readComposed) sees both lives. A process
+// started with closers (startIsolated) has host-side listeners that
+// closed with it, so it is started again by its own start function
+// instead.
+func (ps *procs) respawn(p *proc) *proc {
+	ps.tb.Helper()
+	<-p.done
+	f, err := os.OpenFile(p.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		ps.tb.Fatalf("cannot open the log of %s again: %v", p.name, err)
+	}
+	cmd := exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
+	cmd.Env = p.cmd.Env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = p.cmd.SysProcAttr
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		ps.tb.Fatalf("cannot start %s again: %v", p.name, err)
+	}
+	np := &proc{name: p.name, cmd: cmd, log: p.log, done: make(chan struct{})}
+	go func() {
+		np.err = cmd.Wait()
+		_ = f.Close()
+		close(np.done)
+	}()
+	ps.mu.Lock()
+	ps.all = append(ps.all, np)
+	ps.mu.Unlock()
+	ps.tb.Logf("started %s again (pid %d)", p.name, cmd.Process.Pid)
+	return np
+}
