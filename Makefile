@@ -73,6 +73,13 @@ SCALE_TIMEOUT ?= 60m
 controlplane-scale:
 	CONTROLPLANE_SCALE=$(SCALE) go test -v -count=1 -timeout $(SCALE_TIMEOUT) -run '^TestScale$$' ./test/controlplane
 
+# The fault soak (test/controlplane/soak_test.go): SOAK long (10m), its
+# seed printed first; SOAK_SEED=<seed> replays its schedules.
+SOAK ?= 10m
+.PHONY: controlplane-soak
+controlplane-soak:
+	CONTROLPLANE_SOAK=$(SOAK) $(if $(SOAK_SEED),CONTROLPLANE_SOAK_SEED=$(SOAK_SEED)) go test -v -count=1 -timeout 60m -run '^TestSoak$$' ./test/controlplane
+
 # Run the control-plane suite once per deliberate break of the function
 # (test/controlplane/breaks_test.go): every run must fail where the break
 # says it is caught, and leave no process behind. Not part of make test.
