@@ -43,19 +43,27 @@ type spend struct {
 // the map function for both the old and the new object of an update
 // (sigs.k8s.io/controller-runtime pkg/handler/enqueue_mapped.go, Update),
 // so an update costs two tokens and a create one. The suite's informer
-// sees the same events as Crossplane's cache. Only ModelRoutes are kept:
-// they are the composites scenario 7 times.
+// sees the same events as Crossplane's cache. A ModelRoute's key is its
+// namespace/name; an InferenceGateway's, whose Objects are in objectNS,
+// is gatewayBreakerKey(name).
 func (w *world) recordSpend(kind string, u *unstructured.Unstructured, now time.Time) {
 	var key, source string
 	switch kind {
 	case "Object":
-		if u.GetLabels()[labelComposite] == "" || u.GetNamespace() == objectNS {
+		comp := u.GetLabels()[labelComposite]
+		switch {
+		case comp == "":
 			return
+		case u.GetNamespace() == objectNS:
+			key = gatewayBreakerKey(comp)
+		default:
+			key = u.GetNamespace() + "/" + comp
 		}
-		key = u.GetNamespace() + "/" + u.GetLabels()[labelComposite]
 		source = u.GetAnnotations()[annotationResourceName]
 	case "ModelRoute":
 		key, source = u.GetNamespace()+"/"+u.GetName(), "(composite)"
+	case "InferenceGateway":
+		key, source = gatewayBreakerKey(u.GetName()), "(composite)"
 	default:
 		return
 	}
@@ -90,6 +98,9 @@ type breakerReport struct {
 	opened []string
 	// openAt reports whether the breaker was open at the end.
 	openAt bool
+	// lastOpened is when the breaker last opened up to the end, before
+	// from too; the zero time if it never did.
+	lastOpened time.Time
 }
 
 // replayBreaker runs Crossplane's token bucket over every event of the
@@ -126,7 +137,7 @@ func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
 				tokens--
 				continue
 			}
-			open, openedAt = true, s.at
+			open, openedAt, r.lastOpened = true, s.at, s.at
 			if in {
 				r.opened = append(r.opened, fmt.Sprintf("%s at +%.1fs after %s", key, s.at.Sub(from).Seconds(), recentSources(ss[:i+1])))
 			}
@@ -135,6 +146,30 @@ func (w *world) replayBreaker(key string, from, to time.Time) breakerReport {
 	}
 	r.openAt = open && to.Sub(openedAt) < breakerCooldown
 	return r
+}
+
+// gatewayBreakerKey is the key of an InferenceGateway's replayed breaker.
+func gatewayBreakerKey(name string) string { return "InferenceGateway/" + name }
+
+// breakersClosableAt returns when the last breaker the replay saw open
+// by now may close: its last opening and the cooldown. Crossplane closes
+// a breaker at the first event after that (internal/circuit/
+// token_bucket.go, RecordEvent), which then passes. The zero time when no
+// breaker ever opened.
+func (w *world) breakersClosableAt(now time.Time) time.Time {
+	w.mu.Lock()
+	keys := slices.Collect(maps.Keys(w.spends))
+	w.mu.Unlock()
+	var last time.Time
+	for _, k := range keys {
+		if at := w.replayBreaker(k, now, now).lastOpened; at.After(last) {
+			last = at
+		}
+	}
+	if last.IsZero() {
+		return last
+	}
+	return last.Add(breakerCooldown)
 }
 
 // recentSources names the sources of the last 16 events, as Crossplane's

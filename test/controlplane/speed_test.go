@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 )
 
 // How fast readiness follows the rollout, and what it costs the API
@@ -272,25 +270,26 @@ func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-// breakerQuiet is how long the composites are left alone before a timed
-// rollout: Crossplane's circuit breaker of a composite stays open for five
-// minutes after its creation burst or a rollout opened it (crossplane
-// v2.3.0 and v2.2.0 --circuit-breaker-cooldown), and closes at the first event after
-// that (internal/circuit/token_bucket.go, RecordEvent). A gateway and
-// routes that have been live for a while are past it.
-const breakerQuiet = v1beta1.DefaultCircuitBreakerCooldown + 30*time.Second
-
-// restPastBreakers waits out breakerQuiet, so that the next rollout meets
-// composites whose watch events flow, as on a gateway that has been live
-// for a while, and then measures the request rate and CPU at rest
-// (measureRest), from the time it returns:
-// before that, composites whose breakers their creation opened still look
-// at their gateway every few seconds (route.HeldBackRoutingRequeue), which
-// is not the rest that lasts.
+// restPastBreakers waits until Crossplane's circuit breakers of the
+// composites are closed, so that the next rollout meets composites whose
+// watch events flow, as on a gateway that has been live for a while, and
+// then measures the request rate and CPU at rest (measureRest), from the
+// time it returns: before that, composites whose breakers their creation
+// opened still look at their gateway every few seconds
+// (route.HeldBackRoutingRequeue), which is not the rest that lasts. A
+// breaker stays open for its cooldown after a burst opened it (crossplane
+// v2.3.0 and v2.2.0 --circuit-breaker-cooldown, five minutes by default)
+// and closes at the first event after that (internal/circuit/
+// token_bucket.go, RecordEvent): the wait ends 30 s after the last
+// opening the replay saw and the cooldown (breakersClosableAt), so that a
+// route's back-off brings that first event.
 func (sc *scenarios) restPastBreakers(t *testing.T) (rate, time.Time, cpuUse) {
 	t.Helper()
+	quiet := sc.w.breakersClosableAt(time.Now()).Add(30 * time.Second)
+	wait := max(time.Until(quiet), 0)
+	t.Logf("waiting %s for the circuit breakers to close (the last replayed opening, the cooldown and 30 s)", wait.Round(time.Second))
 	select {
-	case <-time.After(breakerQuiet):
+	case <-time.After(wait):
 	case <-sc.ctx.Done():
 		t.Fatal(sc.ctx.Err())
 	}
