@@ -88,17 +88,7 @@ func (sc *scenarios) tokenBudgets(t *testing.T) {
 	// Without a rate-limit backend Envoy Gateway refuses the policy
 	// (gateway v1.8.3 internal/gatewayapi/backendtrafficpolicy.go,
 	// buildGlobalRateLimit), and every route it covers would answer 500.
-	sc.eventually(t, waitRoute, "GatewayReady=False, TrafficPolicyNotAccepted, in Envoy Gateway's words", func(ctx context.Context) string {
-		gw := sc.gatewayXR(ctx)
-		if s := wantCondition(gw, gateway.ConditionType, "False"); s != "" {
-			return s
-		}
-		msg := conditionMessage2(gw, gateway.ConditionType)
-		if conditionReason(gw, gateway.ConditionType) != gatewayready.ReasonTrafficPolicyNotAccepted || !strings.Contains(msg, "enable Ratelimit in the EnvoyGateway config") {
-			return fmt.Sprintf("GatewayReady %s: %s", conditionReason(gw, gateway.ConditionType), msg)
-		}
-		return ""
-	})
+	sc.gatewayFalse(t, "budgets without a rate-limit backend", gatewayready.ReasonTrafficPolicyNotAccepted, "enable Ratelimit in the EnvoyGateway config")
 	sc.eventually(t, waitRoute, "RoutingReady=False while the gateway's traffic policy is refused", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "False")
 	})

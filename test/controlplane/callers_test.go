@@ -109,17 +109,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	_, err := c.dyn.Resource(gvrSecret).Namespace(gatewayNS).Patch(sc.ctx, copyName2, types.MergePatchType,
 		[]byte(`{"data":{"carol":"`+bob+`"}}`), metav1.PatchOptions{})
 	must(t, err)
-	sc.eventually(t, waitRoute, "GatewayReady=False, CallerAuthNotAccepted, with Envoy Gateway's reason", func(ctx context.Context) string {
-		gw := sc.gatewayXR(ctx)
-		if s := wantCondition(gw, gateway.ConditionType, "False"); s != "" {
-			return s
-		}
-		msg := conditionMessage2(gw, gateway.ConditionType)
-		if conditionReason(gw, gateway.ConditionType) != gatewayready.ReasonCallerAuthNotAccepted || !strings.Contains(msg, "APIKeyAuth: duplicated API key") {
-			return fmt.Sprintf("GatewayReady %s: %s", conditionReason(gw, gateway.ConditionType), msg)
-		}
-		return ""
-	})
+	sc.gatewayFalse(t, "a duplicated key in the copy", gatewayready.ReasonCallerAuthNotAccepted, "APIKeyAuth: duplicated API key")
 	sc.putCallers(t, callersSecret2, map[string]any{"carol": carol, "dave": dave})
 	sc.eventually(t, waitRoute, "GatewayReady=True again once the copy is repaired", func(ctx context.Context) string {
 		if s := sc.copyHolds(ctx, copyName2, map[string]string{"carol": carol, "dave": dave}); s != "" {
