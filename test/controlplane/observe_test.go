@@ -229,7 +229,7 @@ func (c *cluster) watch(ctx context.Context, tb testing.TB, rule *rollout.Rule, 
 		func(u *unstructured.Unstructured) { w.onPod(u, false) },
 		func(u *unstructured.Unstructured) { w.onPod(u, true) })
 	for _, wt := range w.watchers {
-		wg.Go(func() { ; wt.run(ctx) })
+		wg.Go(func() { wt.run(ctx) })
 	}
 	for gvr, wt := range w.watchers {
 		select {
