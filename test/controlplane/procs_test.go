@@ -28,6 +28,9 @@ type proc struct {
 	log  string
 	done chan struct{} // closed when the process has exited
 	err  error         // why it exited; read after done is closed
+	// killed says the test killed it (kill), so its exit is no news for
+	// the log of a failed run.
+	killed bool
 }
 
 // running reports whether the process has not exited yet.
@@ -145,7 +148,7 @@ func (ps *procs) stopAll() {
 	failed := ps.tb.Failed()
 	for _, p := range slices.Backward(all) {
 
-		early := !p.running()
+		early := !p.running() && !p.killed
 		p.stop(15 * time.Second)
 		if failed || early {
 			ps.tb.Logf("--- %s (exited early: %t, %v), last lines of %s:\n%s", p.name, early, p.err, p.log, tail(p.log, 40))
@@ -328,6 +331,7 @@ func (p *proc) kill() {
 	if !p.running() {
 		return
 	}
+	p.killed = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
