@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
@@ -179,15 +180,40 @@ func (sc *scenarios) allowRouteDeletion(t *testing.T, name, why string) {
 	}
 }
 
-// deleteRoute deletes the ModelRoute name and waits until it is gone.
+// deleteRoute deletes the ModelRoute name and waits until it, its Objects
+// and its route on the gateway cluster are gone. Waiting only for the
+// ModelRoute is not enough: Crossplane deletes a composite without waiting
+// for what it composed (its Objects go by the garbage collector, then by
+// the provider), and a later scenario's xDS would still find the route, its
+// backends gone. An Object held by AI Gateway's lost finalizer removal gets
+// the operator's workaround (aigwfinalizer_test.go), as in scenario 6.
 func (sc *scenarios) deleteRoute(t *testing.T, name, why string) {
 	t.Helper()
 	sc.allowRouteDeletion(t, name, why)
+	start := time.Now()
 	must(t, sc.c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, name, metav1.DeleteOptions{}))
-	sc.eventually(t, waitRoute, "the ModelRoute "+name+" gone", func(ctx context.Context) string {
+	sc.eventually(t, waitRoute, "the ModelRoute "+name+", its Objects and its route on the gateway cluster gone", func(ctx context.Context) string {
 		if _, err := sc.get(ctx, gvrModelRoute, teamControlNS, name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("still there (%v)", err)
 		}
+		l, err := sc.c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + name})
+		if err != nil {
+			return err.Error()
+		}
+		if len(l.Items) > 0 {
+			remote := sc.releaseLostFinalizers(ctx, t, l.Items)
+			left := make([]string, 0, len(l.Items))
+			for _, o := range l.Items {
+				left = append(left, fmt.Sprintf("%s (finalizers %v; %s)", o.GetName(), o.GetFinalizers(), remote[o.GetName()]))
+			}
+			return fmt.Sprintf("%d of its Objects left: %s", len(l.Items), strings.Join(left, "; "))
+		}
+		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute} {
+			if _, err := sc.get(ctx, gvr, sc.w.teamNS, name); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("its %s %s/%s is still there (%v)", gvr.Resource, sc.w.teamNS, name, err)
+			}
+		}
 		return ""
 	})
+	t.Logf("the ModelRoute %s, its Objects and its route on the gateway cluster were gone %s after its deletion", name, time.Since(start).Round(time.Millisecond))
 }
