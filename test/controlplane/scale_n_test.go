@@ -111,7 +111,7 @@ func TestScale(t *testing.T) {
 	sc.allRouting(t, key, names, created)
 	t.Logf("CPU from the routes' creation until all routed: %s", c.ps.cpu().since(cpu))
 	sc.creationReconciles(t, key, createdAt, created)
-	sc.followRollout(t, key, names, created, fmt.Sprintf("%s-upgrade.%d", extProcImage, n))
+	sc.followRollout(t, key, names, created, fmt.Sprintf("%s-upgrade.%d", extProcImage, n), true)
 	sc.allAccepted(t, key)
 	// After the rollout, so that it changes nothing the at-rest window
 	// measured.
