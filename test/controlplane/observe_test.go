@@ -143,6 +143,10 @@ type allowance struct {
 	// for that composite (labelComposite): an Object a reconcile created
 	// just before its composite's deletion has a name nobody knew.
 	composite string
+	// resourceName, when set, matches only Objects of that composition
+	// resource name (annotationResourceName): a backend removed from a
+	// route takes its Objects, whose names nobody chose.
+	resourceName string
 }
 
 // world watches the API server for the whole test: it checks the
@@ -293,7 +297,8 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	w.mu.Lock()
 	for _, a := range w.allowances {
 		if a.resource == gvr.Resource && a.namespace == u.GetNamespace() && (a.name == "" || a.name == u.GetName()) &&
-			(a.composite == "" || a.composite == u.GetLabels()[labelComposite]) {
+			(a.composite == "" || a.composite == u.GetLabels()[labelComposite]) &&
+			(a.resourceName == "" || a.resourceName == u.GetAnnotations()[annotationResourceName]) {
 			d.allowed, d.allowedReason = true, a.reason
 			break
 		}

@@ -94,44 +94,125 @@ func soakSeed(v string, set bool) (uint64, error) {
 type soakRoute struct {
 	name string
 	// secret names the API-key Secret of its hosted backend; "" for a
-	// route whose second tier is a second in-cluster backend.
+	// route whose other tier is a second in-cluster backend.
 	secret string
 	// port is its in-cluster backend's port, which a change flips.
 	port int64
+	// weight is its in-cluster backend's weight in its tier, which a
+	// change draws anew (1 to 4).
+	weight int64
+	// extra: a third backend, in-cluster, in the in-cluster backend's
+	// tier, which a change adds or removes.
+	extra bool
+	// swapped: the in-cluster backend (and the extra one) in tier 1 and
+	// the other in tier 0, which a change flips.
+	swapped bool
 }
 
-// object is the ModelRoute: its in-cluster backend in tier 0, and in tier
-// 1 a hosted keyed backend or a second in-cluster one.
+// Backend names of a soak route: its in-cluster backend, the extra one,
+// and its other tier's.
+const (
+	soakLocal = "local"
+	soakExtra = "extra"
+	soakSpare = "spare"
+)
+
+// localTier is the tier of the in-cluster backend (and the extra one).
+func (r soakRoute) localTier() int64 {
+	if r.swapped {
+		return 1
+	}
+	return 0
+}
+
+// host is the in-cluster hostname of its backend b.
+func (r soakRoute) host(b string) string {
+	if b == soakLocal {
+		return r.name + "." + teamControlNS + ".svc.cluster.local"
+	}
+	return r.name + "-" + b + "." + teamControlNS + ".svc.cluster.local"
+}
+
+// other is the name of its other tier's backend.
+func (r soakRoute) other() string {
+	if r.secret != "" {
+		return hostedBackend
+	}
+	return soakSpare
+}
+
+// object is the ModelRoute: its in-cluster backend, with the extra one
+// when it has it, in one tier, and in the other a hosted keyed backend or
+// a second in-cluster one.
 func (r soakRoute) object() *unstructured.Unstructured {
-	u := plainRoute(r.name, r.name+"."+teamControlNS+".svc.cluster.local")
+	u := plainRoute(r.name, r.host(soakLocal))
 	spec := u.Object["spec"].(map[string]any)
-	bs := spec["backends"].([]any)
-	bs[0].(map[string]any)["endpoint"].(map[string]any)["port"] = r.port
-	second := map[string]any{
-		"name":     "spare",
-		"endpoint": map[string]any{"hostname": r.name + "-spare." + teamControlNS + ".svc.cluster.local", "port": int64(8000), "tls": false},
+	local := spec["backends"].([]any)[0].(map[string]any)
+	local["endpoint"].(map[string]any)["port"] = r.port
+	local["priority"] = r.localTier()
+	local["weight"] = r.weight
+	bs := []any{local}
+	if r.extra {
+		bs = append(bs, map[string]any{
+			"name":     soakExtra,
+			"endpoint": map[string]any{"hostname": r.host(soakExtra), "port": int64(8000), "tls": false},
+			"schema":   map[string]any{"name": "OpenAI"},
+			"priority": r.localTier(),
+		})
+	}
+	other := map[string]any{
+		"name":     soakSpare,
+		"endpoint": map[string]any{"hostname": r.host(soakSpare), "port": int64(8000), "tls": false},
 		"schema":   map[string]any{"name": "OpenAI"},
 	}
 	if r.secret != "" {
-		second = hostedKeyedBackend(r.secret)
+		other = hostedKeyedBackend(r.secret)
 	}
-	second["priority"] = int64(1)
-	spec["backends"] = append(bs, second)
+	other["priority"] = 1 - r.localTier()
+	spec["backends"] = append(bs, other)
 	return u
+}
+
+// localities is what Envoy must be told of the route's backends, by
+// their Backend's name on the gateway cluster: a locality each, in the
+// backend's tier, of its weight, at its port (0: not checked, the hosted
+// backend's).
+func (r soakRoute) localities() map[string]locality {
+	out := map[string]locality{
+		names.Child(r.name, soakLocal): {priority: r.localTier(), weight: r.weight, port: r.port},
+		names.Child(r.name, r.other()): {priority: 1 - r.localTier(), weight: 1},
+	}
+	if r.secret == "" {
+		out[names.Child(r.name, soakSpare)] = locality{priority: 1 - r.localTier(), weight: 1, port: 8000}
+	}
+	if r.extra {
+		out[names.Child(r.name, soakExtra)] = locality{priority: r.localTier(), weight: 1, port: 8000}
+	}
+	return out
+}
+
+// priorities are the tiers of its localities.
+func (r soakRoute) priorities() []int64 {
+	var out []int64
+	for _, l := range r.localities() {
+		out = append(out, l.priority)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // remote names the objects the route composes on the gateway cluster, by
 // resource: what its deletion may take.
 func (r soakRoute) remote() map[string][]string {
-	second := "spare"
-	if r.secret != "" {
-		second = hostedBackend
+	backends := []string{names.Child(r.name, soakLocal), names.Child(r.name, r.other())}
+	if r.extra {
+		backends = append(backends, names.Child(r.name, soakExtra))
 	}
 	out := map[string][]string{
 		"aigatewayroutes":   {r.name},
 		"httproutes":        {r.name},
-		"backends":          {names.Child(r.name, "local"), names.Child(r.name, second)},
-		"aiservicebackends": {names.Child(r.name, "local"), names.Child(r.name, second)},
+		"backends":          backends,
+		"aiservicebackends": backends,
 	}
 	if r.secret != "" {
 		out["backendsecuritypolicies"] = []string{names.Child(r.name, hostedBackend)}
@@ -166,7 +247,8 @@ type soak struct {
 	image       string // AI Gateway's ext-proc image now
 	next        int    // the next route's number
 	rollouts    int
-	fatal       bool // the gateway's spec is refused now
+	fatal       bool   // the gateway's spec is refused now
+	drain       string // the gateway's spec.envoy.drainTimeout now; "" for the default
 	lastFaultAt time.Time
 	// now is the planned time of the event being run.
 	now time.Time
@@ -450,17 +532,25 @@ func (s *soak) fixSpec() {
 
 // doWork does one piece of work, chosen by the work schedule.
 func (s *soak) doWork() {
-	switch k := s.work.IntN(12); {
+	switch k := s.work.IntN(16); {
 	case k < 2 && len(s.routes) < soakRoutes+soakRouteSpread:
 		s.createRoute()
+	case k < 4:
+		s.changePort()
 	case k < 5:
-		s.changeRoute()
-	case k < 7 && len(s.routes) > soakRoutes-soakRouteSpread:
+		s.reweight()
+	case k < 6:
+		s.toggleExtra()
+	case k < 7:
+		s.swapTiers()
+	case k < 9 && len(s.routes) > soakRoutes-soakRouteSpread:
 		s.deleteRoute()
-	case k < 9:
-		s.rotateKey()
 	case k < 11:
+		s.rotateKey()
+	case k < 13:
 		s.rotateCaller()
+	case k < 14:
+		s.changeDrain()
 	default:
 		s.renewCert()
 	}
@@ -468,7 +558,7 @@ func (s *soak) doWork() {
 
 // createRoute creates the next route: every other one keyed.
 func (s *soak) createRoute() {
-	r := &soakRoute{name: fmt.Sprintf("soak-%03d", s.next), port: 8000}
+	r := &soakRoute{name: fmt.Sprintf("soak-%03d", s.next), port: 8000, weight: 1}
 	if s.next%2 == 0 {
 		r.secret = fmt.Sprintf("soak-key-%d", (s.next/2)%soakKeys)
 	}
@@ -484,11 +574,55 @@ func (s *soak) pick() *soakRoute {
 	return s.routes[ns[s.work.IntN(len(ns))]]
 }
 
-// changeRoute flips a route's in-cluster backend's port.
-func (s *soak) changeRoute() {
+// changePort flips a route's in-cluster backend's port.
+func (s *soak) changePort() {
 	r := s.pick()
 	r.port = 8000 + 8001 - r.port
-	s.count("change-route", "%s: its local backend's port to %d", r.name, r.port)
+	s.count("change-route-port", "%s: its local backend's port to %d", r.name, r.port)
+	s.updateRoute(r)
+}
+
+// reweight draws a new weight for a route's in-cluster backend.
+func (s *soak) reweight() {
+	r := s.pick()
+	r.weight = 1 + s.work.Int64N(4)
+	s.count("change-route-weight", "%s: its local backend's weight to %d", r.name, r.weight)
+	s.updateRoute(r)
+}
+
+// toggleExtra adds a route's extra backend, or removes it, allowing, by
+// name, the deletions its removal asks for: its Backend and
+// AIServiceBackend on the gateway cluster, and the two Objects that made
+// them.
+func (s *soak) toggleExtra() {
+	r := s.pick()
+	r.extra = !r.extra
+	if r.extra {
+		s.count("change-route-add-backend", "%s: backend %s added in tier %d", r.name, soakExtra, r.localTier())
+	} else {
+		why := "the soak removes backend " + soakExtra + " from " + r.name
+		w := s.sc.w
+		for _, res := range []string{"backends", "aiservicebackends"} {
+			w.allow(allowance{reason: why, resource: res, namespace: w.teamNS, name: names.Child(r.name, soakExtra)})
+		}
+		for _, rn := range []string{"backend-" + soakExtra, "aibackend-" + soakExtra} {
+			w.allow(allowance{reason: why + ": its Objects go", resource: "objects", namespace: teamControlNS, composite: r.name, resourceName: rn})
+		}
+		s.count("change-route-remove-backend", "%s: backend %s removed", r.name, soakExtra)
+	}
+	s.updateRoute(r)
+}
+
+// swapTiers swaps a route's tiers.
+func (s *soak) swapTiers() {
+	r := s.pick()
+	r.swapped = !r.swapped
+	s.count("change-route-tiers", "%s: its in-cluster backend in tier %d", r.name, r.localTier())
+	s.updateRoute(r)
+}
+
+// updateRoute writes a route's spec as r says.
+func (s *soak) updateRoute(r *soakRoute) {
 	want := r.object()
 	must(s.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := s.sc.get(s.sc.ctx, gvrModelRoute, teamControlNS, r.name)
@@ -499,6 +633,36 @@ func (s *soak) changeRoute() {
 		_, err = s.sc.c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Update(s.sc.ctx, cur, metav1.UpdateOptions{})
 		return err
 	}))
+}
+
+// changeDrain changes the gateway's spec.envoy.drainTimeout, between its
+// default and drainTimeoutChanged: Envoy Gateway gives the Envoy pods a
+// termination grace period of the drain timeout and 300 s, so the
+// Deployment rolls (scenario 5e).
+func (s *soak) changeDrain() {
+	v := "null"
+	if s.drain == "" {
+		s.drain = drainTimeoutChanged
+		v = strconv.Quote(s.drain)
+	} else {
+		s.drain = ""
+	}
+	s.count("change-drain-timeout", "spec.envoy.drainTimeout to %s", v)
+	s.sc.patchGateway(s.t, `{"spec":{"envoy":{"drainTimeout":`+v+`}}}`)
+}
+
+// gracePeriod is the Envoy pods' termination grace period Envoy Gateway
+// derives from the drain timeout now: the drain timeout and 300 s (gateway
+// v1.8.3 internal/infrastructure/kubernetes/proxy/resource_provider.go,
+// expectedTerminationGracePeriodSeconds).
+func (s *soak) gracePeriod() int64 {
+	d := s.drain
+	if d == "" {
+		d = v1alpha1.DefaultDrainTimeout
+	}
+	dd, err := time.ParseDuration(d)
+	must(s.t, err)
+	return int64(dd.Seconds()) + 300
 }
 
 // deleteRoute deletes a route, allowing the deletions it brings by name.
@@ -611,6 +775,9 @@ func (s *soak) rolledOut(ctx context.Context) string {
 		int64At(d.Object, "status", "updatedReplicas") != want || int64At(d.Object, "status", "availableReplicas") != want {
 		return fmt.Sprintf("the Envoy Deployment is rolling out (%d wanted): %s", want, got)
 	}
+	if g, want := int64At(d.Object, "spec", "template", "spec", "terminationGracePeriodSeconds"), s.gracePeriod(); g != want {
+		return fmt.Sprintf("the Envoy pod template's terminationGracePeriodSeconds is %d, want %d for the drain timeout now", g, want)
+	}
 	r, _, _ := unstructured.NestedMap(sc.gatewayXR(ctx).Object, "status", "rollout")
 	if int64At(r, "generation") != d.GetGeneration() || int64At(r, "updatedReplicas") != want {
 		return fmt.Sprintf("the InferenceGateway's status.rollout %v does not report the Deployment's %s yet", r, got)
@@ -665,7 +832,9 @@ func (s *soak) recover() {
 	var checks []func(xdsDump) string
 	for _, n := range slices.Sorted(maps.Keys(s.routes)) {
 		model := teamControlNS + "/" + n
-		checks = append(checks, checkRouteOn(model, gateway.ListenerHTTPS), checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)))
+		r := s.routes[n]
+		checks = append(checks, checkRouteOn(model, gateway.ListenerHTTPS),
+			checkFailover(model, r.priorities(), []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)), checkLocalities(model, r.localities()))
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.deleted)) {
 		checks = append(checks, checkNoRoute(teamControlNS+"/"+n))

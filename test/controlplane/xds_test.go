@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
@@ -280,8 +282,10 @@ func checkFailover(model string, wantPriorities []int64, wantCodes []int64, want
 		if c == nil {
 			return fmt.Sprintf("the route of %q names cluster %q, which is not served", model, name)
 		}
-		if got := priorities(c); !slices.Equal(got, wantPriorities) {
-			return fmt.Sprintf("cluster %q: locality priorities %v, want %v", name, got, wantPriorities)
+		// A locality's priority is what makes its tier, not its place in
+		// the list.
+		if got, want := slices.Sorted(slices.Values(priorities(c))), slices.Sorted(slices.Values(wantPriorities)); !slices.Equal(got, want) {
+			return fmt.Sprintf("cluster %q: locality priorities %v, want %v", name, got, want)
 		}
 		rp, _ := action["retry_policy"].(map[string]any)
 		if rp == nil {
@@ -303,6 +307,64 @@ func checkFailover(model string, wantPriorities []int64, wantCodes []int64, want
 		}
 		if p, _, _ := unstructured.NestedString(rp, "retry_priority", "name"); p != "envoy.retry_priorities.previous_priorities" {
 			return fmt.Sprintf("the retry policy of %q has retry_priority %q, want envoy.retry_priorities.previous_priorities", model, p)
+		}
+		return ""
+	}
+}
+
+// locality is what Envoy is told of one backend of a model's route: its
+// tier, its weight in it, and its endpoints' port (0: not checked).
+type locality struct {
+	priority, weight, port int64
+}
+
+// checkLocalities: the one cluster the route of model names has one
+// locality for each backend in want, by its Backend's name, and no other,
+// each of the tier, the weight and the port wanted. Envoy Gateway puts
+// every backend of a rule into one cluster, a locality each, of the
+// backendRef's priority and weight (gateway v1.8.3
+// internal/xds/translator/cluster.go, buildWeightedLocalities).
+func checkLocalities(model string, want map[string]locality) func(xdsDump) string {
+	return func(d xdsDump) string {
+		r, _ := d.modelRoute(model)
+		if r == nil {
+			return fmt.Sprintf("no route matches x-ai-eg-model %q yet", model)
+		}
+		name, _, _ := unstructured.NestedString(r, "route", "cluster")
+		c := d.cluster(name)
+		if c == nil {
+			return fmt.Sprintf("the route of %q names cluster %q, which is not served", model, name)
+		}
+		eps, _, _ := unstructured.NestedSlice(c, "load_assignment", "endpoints")
+		got := map[string]locality{}
+		for _, e := range eps {
+			backend := ""
+			for b := range want {
+				if localityOfBackend(e, b) {
+					backend = b
+				}
+			}
+			if backend == "" {
+				return fmt.Sprintf("cluster %q has a locality of none of the backends %v: %v", name, slices.Sorted(maps.Keys(want)), e.(map[string]any)["metadata"])
+			}
+			m := e.(map[string]any)
+			p, _ := m["priority"].(float64) // protojson omits 0
+			w, _ := m["load_balancing_weight"].(float64)
+			l := locality{priority: int64(p), weight: int64(w)}
+			if want[backend].port != 0 {
+				lbs, _ := m["lb_endpoints"].([]any)
+				for _, lb := range lbs {
+					port, _, _ := unstructured.NestedFloat64(lb.(map[string]any), "endpoint", "address", "socket_address", "port_value")
+					if l.port != 0 && l.port != int64(port) {
+						return fmt.Sprintf("cluster %q: the locality of %s has endpoints on ports %d and %v", name, backend, l.port, port)
+					}
+					l.port = int64(port)
+				}
+			}
+			got[backend] = l
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(locality{})); diff != "" {
+			return fmt.Sprintf("cluster %q of the route of %q: localities by Backend -want +got:\n%s", name, model, diff)
 		}
 		return ""
 	}
