@@ -1004,21 +1004,8 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		if len(l.Items) > 0 {
-			// An Object waits for its object on the gateway cluster to
-			// go; one AI Gateway's lost finalizer removal holds gets the
-			// operator's workaround, anything else still fails the wait.
-			remote := sc.releaseLostFinalizers(ctx, t, l.Items)
-			// Say which, and why it stays: a stuck finalizer reads
-			// differently from a slow garbage collector.
-			left := make([]string, 0, len(l.Items))
-			for _, o := range l.Items {
-				syn := condition(&o, "Synced")
-				left = append(left, fmt.Sprintf("%s (%s; deleting since %v; finalizers %v; Synced %v: %v; %s)", o.GetName(),
-					o.GetAnnotations()[annotationResourceName], o.GetDeletionTimestamp(), o.GetFinalizers(), syn["status"], syn["message"],
-					remote[o.GetName()]))
-			}
-			return fmt.Sprintf("%d Objects left in %s: %s", len(l.Items), teamControlNS, strings.Join(left, "; "))
+		if m := sc.objectsLeft(ctx, t, l.Items); m != "" {
+			return m
 		}
 		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
 			l, err := c.dyn.Resource(gvr).Namespace(w.teamNS).List(ctx, metav1.ListOptions{})

@@ -816,9 +816,8 @@ func (s *soak) recover() {
 			if err != nil {
 				return err.Error()
 			}
-			if len(l.Items) > 0 {
-				sc.releaseLostFinalizers(ctx, t, l.Items)
-				return fmt.Sprintf("%d Objects of the deleted ModelRoute %s left", len(l.Items), n)
+			if m := sc.objectsLeft(ctx, t, l.Items); m != "" {
+				return "the deleted ModelRoute " + n + ": " + m
 			}
 		}
 		return s.truth(ctx)
