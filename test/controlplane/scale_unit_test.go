@@ -43,6 +43,34 @@ func TestScaleSize(t *testing.T) {
 	}
 }
 
+// TestLastingRestWindow checks how the scale test reads the length of its
+// lasting-rest window: unset measures none, a bad value is refused.
+func TestLastingRestWindow(t *testing.T) {
+	cases := map[string]struct {
+		v       string
+		set     bool
+		want    time.Duration
+		wantErr bool
+	}{
+		"Unset":        {},
+		"ThreeMinutes": {v: "3m", set: true, want: 3 * time.Minute},
+		"NoUnit":       {v: "3", set: true, wantErr: true},
+		"Zero":         {v: "0s", set: true, wantErr: true},
+		"Empty":        {v: "", set: true, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := lastingRestWindow(tc.v, tc.set)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("lastingRestWindow(%q, %t): error %v, want error %t", tc.v, tc.set, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("lastingRestWindow(%q, %t) = %s, want %s", tc.v, tc.set, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestWaitRoutes(t *testing.T) {
 	cases := map[string]struct {
 		n    int
