@@ -28,8 +28,9 @@ type proc struct {
 	log  string
 	done chan struct{} // closed when the process has exited
 	err  error         // why it exited; read after done is closed
-	// killed says the test killed it (kill), so its exit is no news for
-	// the log of a failed run.
+	// killed says the test killed or stopped it (kill, stop: a restart
+	// with other arguments), so its exit is no news for the log of a
+	// failed run.
 	killed bool
 }
 
@@ -49,6 +50,7 @@ func (p *proc) stop(grace time.Duration) {
 	if !p.running() {
 		return
 	}
+	p.killed = true
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
