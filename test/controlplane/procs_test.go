@@ -103,7 +103,10 @@ func (ps *procs) start(name string, env []string, bin string, args ...string) *p
 func (ps *procs) startWith(name string, env []string, attr *syscall.SysProcAttr, closers []io.Closer, bin string, args ...string) *proc {
 	ps.tb.Helper()
 	logPath := filepath.Join(ps.logDir, name+".log")
-	f, err := os.Create(logPath)
+	// Appended to, not truncated: a process started again after it
+	// crashed (the soak's reviveExited) must not wipe the crash's output,
+	// and the leak checks read every instance's lines.
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		ps.tb.Fatalf("cannot create log file for %s: %v", name, err)
 	}
