@@ -176,10 +176,17 @@ func (r soakRoute) object() *unstructured.Unstructured {
 // localities is what Envoy must be told of the route's backends, by
 // their Backend's name on the gateway cluster: a locality each, in the
 // backend's tier, of its weight, at its port (0: not checked, the hosted
-// backend's).
+// backend's). The function divides a tier's weights by their greatest
+// common divisor (internal/route/tiers.go): the extra backend's weight is
+// 1, so the in-cluster backend keeps its weight beside it, and a backend
+// alone in its tier has weight 1.
 func (r soakRoute) localities() map[string]locality {
+	w := int64(1)
+	if r.extra {
+		w = r.weight
+	}
 	out := map[string]locality{
-		names.Child(r.name, soakLocal): {priority: r.localTier(), weight: r.weight, port: r.port},
+		names.Child(r.name, soakLocal): {priority: r.localTier(), weight: w, port: r.port},
 		names.Child(r.name, r.other()): {priority: 1 - r.localTier(), weight: 1},
 	}
 	if r.secret == "" {
