@@ -67,12 +67,20 @@ var soakVictims = []string{"ai-gateway", "envoy-gateway", "provider-kubernetes",
 // soakDuration reads CONTROLPLANE_SOAK: 0 when it is not set (the test is
 // skipped), an error when it is not a positive duration.
 func soakDuration(v string, set bool) (time.Duration, error) {
+	return envDuration(soakEnv, "how long to soak", "10m", v, set)
+}
+
+// envDuration reads the value v of the variable env, set when the variable
+// is set at all: 0 when it is not, an error naming what it is for and an
+// example when it is set but not a positive duration, so that a typo does
+// not run something else.
+func envDuration(env, what, example, v string, set bool) (time.Duration, error) {
 	if !set {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("cannot read %s=%q as how long to soak: want a positive duration, such as 10m", soakEnv, v)
+		return 0, fmt.Errorf("cannot read %s=%q as %s: want a positive duration, such as %s", env, v, what, example)
 	}
 	return d, nil
 }

@@ -165,8 +165,8 @@ func TestSoakRouteModel(t *testing.T) {
 		{name: "soak-001", port: 8001, weight: 4, extra: true},
 		{name: "soak-002", secret: "soak-key-1", port: 8000, weight: 2, extra: true, swapped: true},
 		{name: "soak-003", port: 8000, weight: 1, swapped: true},
-		// Alone in its tier, a weight of 3 is 1 to Envoy (the soak's
-		// first 10-minute run expected 3, and failed on it).
+		// Alone in its tier, a weight of 3 is 1 to Envoy: the tier's
+		// weights are divided by their GCD.
 		{name: "soak-004", port: 8001, weight: 3},
 	} {
 		t.Run(r.name, func(t *testing.T) {
