@@ -52,10 +52,21 @@ func newStructCache() *structCache {
 // toStruct returns the Struct for o, building it on a miss. A nil cache
 // builds every time.
 func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
-	b, err := json.Marshal(o)
-	if err != nil {
+	buf, _ := keys.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = &bytes.Buffer{}
+	}
+	// The key is looked up without a copy (Go does not allocate for a
+	// map index by string(b)), so the buffer is free again after; only a
+	// new entry copies it.
+	defer keys.Put(buf)
+	buf.Reset()
+	// What json.Marshal writes, with a newline after it, into a buffer
+	// that is used again rather than a new slice for every object.
+	if err := json.NewEncoder(buf).Encode(o); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if c == nil {
 		return decodeStruct(b)
 	}
@@ -65,7 +76,8 @@ func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
 	if ok {
 		return s, nil
 	}
-	if s, err = decodeStruct(b); err != nil {
+	s, err := decodeStruct(b)
+	if err != nil {
 		return nil, err
 	}
 	n := heapBytes(len(b), s)
@@ -80,6 +92,9 @@ func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
 	c.mu.Unlock()
 	return s, nil
 }
+
+// keys holds the buffers toStruct encodes each object's key into.
+var keys sync.Pool
 
 // Heap sizes of the messages a Struct is made of (protobuf-go's generated
 // structs, google.golang.org/protobuf/types/known/structpb), and of one map

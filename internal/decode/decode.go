@@ -16,6 +16,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/function-sdk-go/errors"
 )
@@ -29,7 +30,20 @@ import (
 // (1000000, not 1e+06), so counters and weights that arrive as float64 decode
 // into int32 fields. A fraction or a string where an integer belongs is an
 // error that names the field.
+//
+// v may also be a *structpb.Value or *structpb.Struct, as the function
+// receives an observed manifest: it is then encoded straight from the
+// protobuf message, with no map built (appendJSON), to the same effect.
 func Into(what, prefix string, v, into any) error {
+	switch x := v.(type) {
+	case *structpb.Value:
+		return valueInto(what, prefix, x, into)
+	case *structpb.Struct:
+		if x == nil {
+			return valueInto(what, prefix, nil, into)
+		}
+		return valueInto(what, prefix, structpb.NewStructValue(x), into)
+	}
 	if fastInto(v, into) {
 		return nil
 	}
@@ -63,6 +77,17 @@ func fastInto(v, into any) bool {
 	if err != nil {
 		return false
 	}
+	return fastBytesInto(b, into)
+}
+
+// fastBytesInto decodes b into the typed value pointed to by into through
+// go-json-experiment/json with encoding/json's semantics, and reports
+// whether it succeeded; if not, it has put into back as it was.
+func fastBytesInto(b []byte, into any) bool {
+	rv := reflect.ValueOf(into)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
 	was := reflect.New(rv.Elem().Type()).Elem()
 	was.Set(rv.Elem())
 	if err := jsonv2.Unmarshal(b, into, v1); err != nil {
@@ -71,6 +96,37 @@ func fastInto(v, into any) bool {
 	}
 	return true
 }
+
+// valueInto is Into for a protobuf Value: fast through go-json-experiment
+// as fastInto, or, should that fail, again through encoding/json from the
+// names in order, as Into does from a map, so that the error is the one
+// the map would have given.
+func valueInto(what, prefix string, v *structpb.Value, into any) error {
+	buf, _ := buffers.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	// Decoding copies what it keeps, so the buffer is free again after.
+	defer buffers.Put(buf)
+	b, err := appendJSON((*buf)[:0], v, false)
+	*buf = b
+	if err != nil {
+		return errors.Wrapf(err, "cannot encode %s", what)
+	}
+	if fastBytesInto(b, into) {
+		return nil
+	}
+	b, err = appendJSON(b[:0], v, true)
+	*buf = b
+	if err != nil {
+		return errors.Wrapf(err, "cannot encode %s", what)
+	}
+	return bytesInto(what, prefix, b, into)
+}
+
+// buffers holds the byte slices valueInto encodes into, so that a
+// reconcile's many small decodes do not each grow a new one.
+var buffers sync.Pool
 
 // bytesInto decodes JSON bytes into the typed value pointed to by into, like Into.
 func bytesInto(what, prefix string, b []byte, into any) error {

@@ -125,7 +125,7 @@ func (g Gateway) ObserveGateway(e *Evidence, obs map[string]remote.Observed) err
 		e.Problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", g.In.GatewayName, g.In.GatewayNamespace, SyncNote(gw, ok)))
 		return nil
 	}
-	st, err := upstream.GatewayStatus(gw.Manifest())
+	st, err := upstream.GatewayStatus(gw.LiveAt("status"))
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed Gateway %q", g.In.GatewayName)
 	}
@@ -133,7 +133,7 @@ func (g Gateway) ObserveGateway(e *Evidence, obs map[string]remote.Observed) err
 	if e.Address == "" {
 		e.Problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has no address yet; Envoy Gateway sets status.addresses once it has programmed it", g.In.GatewayName, g.In.GatewayNamespace))
 	}
-	g.observeListeners(e, upstream.Generation(gw.Manifest()), st)
+	g.observeListeners(e, gw.LiveGeneration(), st)
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (g Gateway) ObserveAnchor(e *Evidence, obs map[string]remote.Observed) erro
 		e.Problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, SyncNote(ar, ok)))
 		return nil
 	}
-	c, err := upstream.RouteAccepted(ar.Manifest())
+	c, err := upstream.RouteAccepted(ar.LiveAt("status"))
 	if err != nil {
 		return errors.Wrapf(err, "cannot read the observed anchor AIGatewayRoute %q", anchor)
 	}
@@ -234,7 +234,7 @@ func (g Gateway) PolicyAccepted(e *Evidence, obs map[string]remote.Observed, res
 		e.Problems.Add(reason, fmt.Sprintf("the %s %q has not been observed yet%s", what, name, SyncNote(o, ok)))
 		return false, nil
 	}
-	c, err := upstream.PolicyAccepted(o.Manifest(), g.In.GatewayNamespace, g.In.GatewayName)
+	c, err := upstream.PolicyAccepted(o.LiveAt("status"), g.In.GatewayNamespace, g.In.GatewayName)
 	if err != nil {
 		return false, errors.Wrapf(err, "cannot read the observed %s %q", what, name)
 	}
@@ -259,13 +259,12 @@ func (g Gateway) ObserveDeployment(e *Evidence, obs map[string]remote.Observed, 
 		e.Problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, g.In.EnvoyGatewayNamespace, SyncNote(dep, ok)))
 		return nil
 	}
-	live := dep.Manifest()
 	d := &appsv1.Deployment{}
-	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", live, d); err != nil {
+	if err := decode.Into(fmt.Sprintf("the observed Envoy Deployment %q", dn), "", dep.LiveAt(), d); err != nil {
 		return err
 	}
 	e.Deployment = d
-	v, err := rule.Evaluate(live)
+	v, err := rule.Evaluate(dep.Manifest())
 	if err != nil {
 		return err
 	}

@@ -140,15 +140,15 @@ type Marker struct {
 func (g Gateway) carriedMarker(obs map[string]remote.Observed) string {
 	path := []string{"spec", "provider", "kubernetes", "envoyDeployment", "pod", "annotations", rollout.VerifiedMarker}
 	if ep, ok := obs[g.Resources.EnvoyProxy]; ok {
-		for _, m := range []map[string]any{ep.Applied(), ep.Manifest()} {
-			if v, _, _ := unstructured.NestedString(m, path...); v != "" {
-				return v
-			}
+		if v := ep.AppliedString(path...); v != "" {
+			return v
+		}
+		if v := ep.LiveString(path...); v != "" {
+			return v
 		}
 	}
 	if dep, ok := obs[g.Resources.EnvoyDeployment]; ok {
-		v, _, _ := unstructured.NestedString(dep.Manifest(), "spec", "template", "metadata", "annotations", rollout.VerifiedMarker)
-		return v
+		return dep.LiveString("spec", "template", "metadata", "annotations", rollout.VerifiedMarker)
 	}
 	return ""
 }

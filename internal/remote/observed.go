@@ -168,6 +168,44 @@ func (o Observed) Applied() map[string]any {
 	return o.maps.last
 }
 
+// LiveAt is the value at path in the live manifest (the whole manifest
+// for no path), or nil when it has none: for decode.Into and the string
+// lookups, which read it straight from the protobuf message, without
+// converting the manifest to maps as Manifest does.
+func (o Observed) LiveAt(path ...string) *structpb.Value {
+	return at(o.manifest, path)
+}
+
+// LiveString is the string at path in the live manifest, or "".
+func (o Observed) LiveString(path ...string) string {
+	return o.LiveAt(path...).GetStringValue()
+}
+
+// LiveGeneration is the live object's metadata.generation, 0 if it has
+// none. Numbers reach the function as a Struct's doubles.
+func (o Observed) LiveGeneration() int64 {
+	return int64(o.LiveAt("metadata", "generation").GetNumberValue())
+}
+
+// AppliedString is the string at path in the manifest Crossplane last
+// applied to the Object, or "".
+func (o Observed) AppliedString(path ...string) string {
+	fp := o.object.GetFields()["spec"].GetStructValue().GetFields()["forProvider"].GetStructValue()
+	return at(fp.GetFields()["manifest"].GetStructValue(), path).GetStringValue()
+}
+
+// at is the value at path in s, or nil.
+func at(s *structpb.Struct, path []string) *structpb.Value {
+	if s == nil {
+		return nil
+	}
+	v := structpb.NewStructValue(s)
+	for _, k := range path {
+		v = v.GetStructValue().GetFields()[k]
+	}
+	return v
+}
+
 // Object is the whole observed Object, as Crossplane sent it.
 func (o Observed) Object() map[string]any {
 	if o.object == nil {

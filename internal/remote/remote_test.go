@@ -82,3 +82,71 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+// TestLookups checks that the lookups that read an Observed's manifests
+// straight from the protobuf message agree with reading the maps Manifest
+// and Applied convert them to.
+func TestLookups(t *testing.T) {
+	const object = `{"spec":{"forProvider":{"manifest":{"metadata":{"annotations":{"a":"applied"}}}}},` +
+		`"status":{"atProvider":{"manifest":{"metadata":{"generation":7,"annotations":{"a":"live","n":3}},"status":{"x":[1]}}}}}`
+	o, err := Read(mustStruct(t, object))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := Read(mustStruct(t, `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		LiveString, AppliedString string
+		LiveGeneration            int64
+		Status                    any
+		Whole                     any
+	}
+	cases := map[string]struct {
+		reason string
+		o      Observed
+		path   []string
+		want   got
+	}{
+		"Found": {
+			reason: "A string at the path, in each manifest, and the generation as an integer.",
+			o:      o, path: []string{"metadata", "annotations", "a"},
+			want: got{LiveString: "live", AppliedString: "applied", LiveGeneration: 7, Status: o.Manifest()["status"], Whole: o.Manifest()},
+		},
+		"NotAString": {
+			reason: "A number where a string is looked up is no string, as unstructured.NestedString says.",
+			o:      o, path: []string{"metadata", "annotations", "n"},
+			want: got{LiveGeneration: 7, Status: o.Manifest()["status"], Whole: o.Manifest()},
+		},
+		"Missing": {
+			reason: "A path through a missing or non-object field is nothing.",
+			o:      o, path: []string{"metadata", "generation", "deeper"},
+			want: got{LiveGeneration: 7, Status: o.Manifest()["status"], Whole: o.Manifest()},
+		},
+		"NoManifest": {
+			reason: "An Object the provider has not reported on has nothing at any path.",
+			o:      empty, path: []string{"metadata", "annotations", "a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := got{
+				LiveString: tc.o.LiveString(tc.path...), AppliedString: tc.o.AppliedString(tc.path...),
+				LiveGeneration: tc.o.LiveGeneration(),
+				Status:         tc.o.LiveAt("status").AsInterface(), Whole: tc.o.LiveAt().AsInterface(),
+			}
+			if tc.want.Whole == nil {
+				// A nil Value converts to a null, as a missing field
+				// reads as nil.
+				tc.want.Status, tc.want.Whole = g.Status, g.Whole
+				if tc.o.LiveAt() != nil || tc.o.LiveAt("status") != nil {
+					t.Errorf("%s\nLiveAt(...): want nil without a manifest", tc.reason)
+				}
+			}
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 		p.Add(ReasonWaitingForRoute, "the AIGatewayRoute has not been observed on the gateway cluster yet")
 		return false, nil
 	}
-	c, err := upstream.RouteAccepted(o.Manifest())
+	c, err := upstream.RouteAccepted(o.LiveAt("status"))
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed AIGatewayRoute")
 	}
@@ -64,7 +64,7 @@ func httpRouteServed(req compose.Request, p *compose.Problems, gw *gateway.Route
 	if gw != nil {
 		section = listenerOf(gw)
 	}
-	conds, reported, err := upstream.RouteParentConditions(o.Manifest(), in.GatewayNamespace, in.GatewayName, section)
+	conds, reported, err := upstream.RouteParentConditions(o.LiveAt("status"), in.GatewayNamespace, in.GatewayName, section)
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed HTTPRoute")
 	}

@@ -72,13 +72,14 @@ func WithMessage(msg string, c *metav1.Condition) string {
 	return msg
 }
 
-// GatewayStatus decodes a Gateway manifest's status once, for
-// GatewayAddress and ListenerConditions: the gateway's reconcile reads it
-// for its address and for every listener, and decoding it is a large part
-// of that reconcile's time.
-func GatewayStatus(gw map[string]any) (*gwapiv1.GatewayStatus, error) {
+// GatewayStatus decodes a Gateway's status once, for GatewayAddress and
+// ListenerConditions: the gateway's reconcile reads it for its address and
+// for every listener, and decoding it is a large part of that reconcile's
+// time. status is what decode.Into takes: the manifest's status as a map
+// or as the protobuf Value the function received.
+func GatewayStatus(status any) (*gwapiv1.GatewayStatus, error) {
 	st := &gwapiv1.GatewayStatus{}
-	if err := decode.Into("the Gateway", "status", gw["status"], st); err != nil {
+	if err := decode.Into("the Gateway", "status", status, st); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -111,31 +112,16 @@ func ListenerConditions(st *gwapiv1.GatewayStatus, name string) ([]metav1.Condit
 	return nil, false
 }
 
-// Generation reads metadata.generation of a manifest, 0 if it has none.
-// Manifests reach the function through protobuf Structs, so numbers are
-// float64.
-func Generation(m map[string]any) int64 {
-	md, _ := m["metadata"].(map[string]any)
-	switch g := md["generation"].(type) {
-	case float64:
-		return int64(g)
-	case int64:
-		return g
-	case int:
-		return int64(g)
-	}
-	return 0
-}
-
-// RouteAccepted returns the acceptance of an AIGatewayRoute manifest. AI
+// RouteAccepted returns the acceptance of an AIGatewayRoute from its
+// status (a map or a protobuf Value, as decode.Into takes). AI
 // Gateway keeps at most one condition, Accepted (True) or NotAccepted
 // (False) (ai-gateway v1.0.0 api/v1beta1/status.go;
 // internal/controller/controller.go, newConditions); NotAccepted is
 // returned as Accepted=False with its reason and message. It is nil while
 // AI Gateway has written neither.
-func RouteAccepted(route map[string]any) (*metav1.Condition, error) {
+func RouteAccepted(status any) (*metav1.Condition, error) {
 	st := &aigv1b1.AIGatewayRouteStatus{}
-	if err := decode.Into("the AIGatewayRoute", "status", route["status"], st); err != nil {
+	if err := decode.Into("the AIGatewayRoute", "status", status, st); err != nil {
 		return nil, err
 	}
 	if c := meta.FindStatusCondition(st.Conditions, aigv1b1.ConditionTypeAccepted); c != nil {
@@ -150,10 +136,10 @@ func RouteAccepted(route map[string]any) (*metav1.Condition, error) {
 // PolicyAccepted returns the Accepted condition Envoy Gateway wrote for the
 // Gateway ns/name into a policy's status.ancestors (Gateway API's
 // PolicyStatus, apis/v1/policy_types.go), or nil if it wrote none for that
-// Gateway.
-func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, error) {
+// Gateway. status is the policy's, as decode.Into takes it.
+func PolicyAccepted(status any, ns, name string) (*metav1.Condition, error) {
 	st := &gwapiv1.PolicyStatus{}
-	if err := decode.Into("the policy", "status", policy["status"], st); err != nil {
+	if err := decode.Into("the policy", "status", status, st); err != nil {
 		return nil, err
 	}
 	for _, a := range st.Ancestors {
@@ -168,8 +154,9 @@ func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, 
 	return nil, nil
 }
 
-// RouteParentConditions returns the conditions Envoy Gateway wrote on an
-// HTTPRoute manifest for its parent Gateway ns/name and, unless
+// RouteParentConditions returns the conditions Envoy Gateway wrote in an
+// HTTPRoute's status (as decode.Into takes it) for its parent Gateway
+// ns/name and, unless
 // sectionName is empty, that listener (status.parents), and whether it
 // wrote any. The route's parentRefs always name the namespace. The
 // listener matters: when a route's parentRef moves to another listener,
@@ -177,9 +164,9 @@ func PolicyAccepted(policy map[string]any, ns, name string) (*metav1.Condition, 
 // with its last verdict (internal/provider/kubernetes/status.go,
 // mergeRouteParentStatus keeps every old entry of its own controller), so
 // the first entry for the Gateway may be stale.
-func RouteParentConditions(route map[string]any, ns, name, sectionName string) ([]metav1.Condition, bool, error) {
+func RouteParentConditions(status any, ns, name, sectionName string) ([]metav1.Condition, bool, error) {
 	st := &gwapiv1.HTTPRouteStatus{}
-	if err := decode.Into("the HTTPRoute", "status", route["status"], st); err != nil {
+	if err := decode.Into("the HTTPRoute", "status", status, st); err != nil {
 		return nil, false, err
 	}
 	for _, p := range st.Parents {

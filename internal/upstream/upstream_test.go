@@ -40,7 +40,7 @@ func TestRouteAccepted(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := RouteAccepted(tc.route)
+			got, err := RouteAccepted(tc.route["status"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestPolicyAccepted(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := PolicyAccepted(tc.policy, "modelplane-system", "inference-gateway")
+			c, err := PolicyAccepted(tc.policy["status"], "modelplane-system", "inference-gateway")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestRouteParentConditions(t *testing.T) {
 		obj{"parentRef": obj{"name": "other", "namespace": "modelplane-system"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", "")}},
 		obj{"parentRef": obj{"name": "inference-gateway", "namespace": "modelplane-system", "sectionName": "http"}, "controllerName": "x", "conditions": []any{cond("Accepted", "True", "Accepted", ""), cond("ResolvedRefs", "False", "BackendNotFound", "Backend qwen-a not found")}},
 	}}}
-	conds, ok, err := RouteParentConditions(route, "modelplane-system", "inference-gateway", "http")
+	conds, ok, err := RouteParentConditions(route["status"], "modelplane-system", "inference-gateway", "http")
 	if err != nil || !ok {
 		t.Fatalf("RouteParentConditions(...) = %v, %v; want our parent's conditions", ok, err)
 	}
@@ -104,21 +104,21 @@ func TestRouteParentConditions(t *testing.T) {
 	if diff := cmp.Diff(want, conds, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 		t.Errorf("RouteParentConditions(...): -want, +got:\n%s", diff)
 	}
-	if _, ok, _ := RouteParentConditions(obj{}, "modelplane-system", "inference-gateway", "http"); ok {
+	if _, ok, _ := RouteParentConditions(obj{}["status"], "modelplane-system", "inference-gateway", "http"); ok {
 		t.Error("an HTTPRoute without status has no parent conditions")
 	}
 }
 
 func TestGatewayAddress(t *testing.T) {
 	gw := obj{"status": obj{"addresses": []any{obj{"type": "Hostname", "value": ""}, obj{"type": "IPAddress", "value": "203.0.113.10"}}}}
-	st, err := GatewayStatus(gw)
+	st, err := GatewayStatus(gw["status"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := GatewayAddress(st); got != "203.0.113.10" {
 		t.Errorf("GatewayAddress(...) = %q; want the first non-empty address", got)
 	}
-	if _, err := GatewayStatus(obj{"status": obj{"addresses": "nope"}}); err == nil {
+	if _, err := GatewayStatus(obj{"addresses": "nope"}); err == nil {
 		t.Error("a malformed status.addresses must be an error")
 	}
 }
