@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -145,7 +146,7 @@ func TestAppendJSON(t *testing.T) {
 	for _, f := range numbers {
 		want, _ := json.Marshal(f)
 		got, err := appendNumber(nil, f)
-		if err != nil || string(got) != string(want) {
+		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("appendNumber(%v) = %s, %v; want %s", f, got, err, want)
 		}
 	}
@@ -161,4 +162,50 @@ func errorText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// FuzzAppendJSON checks, for any JSON object, that appendJSON writes the
+// same JSON value as encoding/json writes of the map its Value converts
+// to, and that Into decodes both alike into a status with conditions.
+func FuzzAppendJSON(f *testing.F) {
+	f.Add(`{"conditions":[{"type":"Accepted","status":"True","observedGeneration":3,"lastTransitionTime":"2026-12-01T10:00:00Z"}]}`)
+	f.Add(`{"replicas":1e21,"x":[null,true,-0.5,"\u003c\u2028"],"revision":2.5}`)
+	f.Add(`{"notReadySince":"nope","conditions":{}}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(in), &m) != nil {
+			return
+		}
+		s, err := structpb.NewStruct(m)
+		if err != nil {
+			return
+		}
+		v := structpb.NewStructValue(s)
+		want, wantErr := json.Marshal(v.AsInterface())
+		got, gotErr := appendJSON(nil, v, true)
+		if (wantErr != nil) != (gotErr != nil) {
+			t.Fatalf("appendJSON error %v, encoding/json error %v", gotErr, wantErr)
+		}
+		if wantErr != nil {
+			return
+		}
+		var wantAny, gotAny any
+		if err := json.Unmarshal(want, &wantAny); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &gotAny); err != nil {
+			t.Fatalf("appendJSON wrote invalid JSON %s: %v", got, err)
+		}
+		if diff := cmp.Diff(wantAny, gotAny); diff != "" {
+			t.Fatalf("appendJSON: -encoding/json, +appendJSON:\n%s", diff)
+		}
+		fromMap, fromValue := &observedStatus{}, &observedStatus{}
+		errMap, errValue := Into("the object", "status", v.AsInterface(), fromMap), Into("the object", "status", v, fromValue)
+		if diff := cmp.Diff(errorText(errMap), errorText(errValue)); diff != "" {
+			t.Fatalf("Into: error: -from the map, +from the Value:\n%s", diff)
+		}
+		if diff := cmp.Diff(fromMap, fromValue); diff != "" {
+			t.Fatalf("Into: -from the map, +from the Value:\n%s", diff)
+		}
+	})
 }
