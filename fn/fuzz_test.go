@@ -2,6 +2,7 @@ package fn
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -54,6 +55,9 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 	observed := map[string]obj{}
 	var required map[string][]obj
 	var xr obj
+	// live names the Objects observed Synced with a manifest: what the
+	// provider last saw of the remote object.
+	live := map[string]bool{}
 	obsObject := func(name string, m obj) {
 		switch s.intn(6) {
 		case 0:
@@ -68,6 +72,7 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 			observed[name] = object(name, m, false, true)
 		default:
 			observed[name] = object(name, m, true, s.intn(2) == 0)
+			live[name] = true
 		}
 	}
 	switch s.intn(3) {
@@ -148,7 +153,9 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 			bs = append(bs, b)
 			implied["backend-"+n], implied["aibackend-"+n] = true, true
 			if key != "" {
-				implied["credential-"+n], implied["credpolicy-"+n] = true, true
+				// A key is a source the route follows: the sources
+				// ConfigMap (internal/route/resources.go, implied).
+				implied["credential-"+n], implied["credpolicy-"+n], implied["sources"] = true, true, true
 			}
 		}
 		xr = routeXR(bs...)
@@ -159,6 +166,19 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 			obsObject(n, acceptedManifest("AIGatewayRoute", "r", s.intn(2) == 0))
 		}
 		obsObject("httproute", httpRouteManifest(s.intn(2) == 0, s.intn(2) == 0))
+		// While the HTTPRoute AI Gateway generates is observed but not
+		// live, what Envoy Gateway serves may still name any backend's
+		// objects: the function keeps every one observed
+		// (internal/route/resources.go, implied).
+		if _, ok := observed["httproute"]; ok && !live["httproute"] {
+			for n := range observed {
+				for _, p := range []string{"backend-", "aibackend-", "credential-", "credpolicy-"} {
+					if strings.HasPrefix(n, p) {
+						implied[n] = true
+					}
+				}
+			}
+		}
 		if s.intn(4) > 0 {
 			required = map[string][]obj{}
 			switch s.intn(4) {
