@@ -154,7 +154,8 @@ const driftRoundsPast = 12 * time.Minute
 // and each route's reconciles over window, under key+"-lasting-rest" with
 // the keys of the at-rest window (apiserver-writes-per-second-at-rest and
 // per client, restReconciles'). Figures: the goal (at most 3 writes a
-// second for 100 routes, issue 33) is logged, not asserted.
+// second for 100 routes, issue 33, and in proportion for N) is logged, not
+// asserted.
 func (sc *scenarios) lastingRest(t *testing.T, key string, names []string, window time.Duration) {
 	t.Helper()
 	from := time.Now().Add(driftRoundsPast)
@@ -170,8 +171,10 @@ func (sc *scenarios) lastingRest(t *testing.T, key string, names []string, windo
 		sc.sp.record(key, "apiserver-writes-per-second-at-rest-"+k, v)
 	}
 	t.Logf("the rest that lasts, %s to %s after the rollout and the rotation, %d models: writes %s", driftRoundsPast, driftRoundsPast+window, len(names), writes)
-	if writes.total > 3 {
-		t.Logf("GOAL MISSED: %.1f writes a second at the rest that lasts, more than 3", writes.total)
+	// The goal is for 100 routes; at rest each route costs the same, so
+	// for N it is in proportion.
+	if goal := 3 * float64(len(names)) / 100; writes.total > goal {
+		t.Logf("GOAL MISSED: %.1f writes a second at the rest that lasts, more than %.1f (3 for 100 routes)", writes.total, goal)
 	}
 	sc.restReconciles(t, key, names, from, from.Add(window))
 }
