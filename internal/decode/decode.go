@@ -69,10 +69,6 @@ var v1 = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.Deterministic(fals
 // as it was, so that Into can decode again with encoding/json, whose
 // errors fieldError words for the user.
 func fastInto(v, into any) bool {
-	rv := reflect.ValueOf(into)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false
-	}
 	b, err := jsonv2.Marshal(v, v1)
 	if err != nil {
 		return false
@@ -103,9 +99,6 @@ func fastBytesInto(b []byte, into any) bool {
 // the map would have given.
 func valueInto(what, prefix string, v *structpb.Value, into any) error {
 	buf, _ := buffers.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
 	// Decoding copies what it keeps, so the buffer is free again after.
 	defer buffers.Put(buf)
 	b, err := appendJSON((*buf)[:0], v, false)
@@ -126,7 +119,7 @@ func valueInto(what, prefix string, v *structpb.Value, into any) error {
 
 // buffers holds the byte slices valueInto encodes into, so that a
 // reconcile's many small decodes do not each grow a new one.
-var buffers sync.Pool
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // bytesInto decodes JSON bytes into the typed value pointed to by into, like Into.
 func bytesInto(what, prefix string, b []byte, into any) error {

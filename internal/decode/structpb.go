@@ -13,12 +13,19 @@ import (
 )
 
 // appendJSON writes v as JSON, as encoding/json writes the value
-// v.AsInterface() returns, but without building it: the observed manifests
-// reach the function as Structs, and converting one to maps only to encode
-// it again cost a reconcile of the gateway a quarter of its allocations
-// (docs/speed.md). A nil v is null. sorted writes each object's names in
-// order, as encoding/json does, for the messages of the slow path; the fast
-// path does not need it.
+// v.AsInterface() returns, but without building that value: the observed
+// manifests reach the function as Structs, and converting one to maps only
+// to encode it again allocates every value of it twice (docs/speed.md has
+// the profile). A nil v is null. sorted writes each object's names in
+// order, as encoding/json does, for the error messages of the slow path;
+// the fast path does not need it.
+//
+// A string is always valid UTF-8, so AppendQuote, which refuses invalid
+// UTF-8 where encoding/json would replace it, never errs on one here:
+// protobuf-go refuses a proto3 string field that is not valid UTF-8 when
+// it unmarshals the request (google.golang.org/protobuf
+// internal/impl/codec_gen.go, consumeStringValidateUTF8), and
+// struct.proto is proto3.
 func appendJSON(b []byte, v *structpb.Value, sorted bool) ([]byte, error) {
 	var err error
 	switch k := v.GetKind().(type) {
@@ -49,39 +56,31 @@ func appendJSON(b []byte, v *structpb.Value, sorted bool) ([]byte, error) {
 
 func appendObject(b []byte, s *structpb.Struct, sorted bool) ([]byte, error) {
 	fields := s.GetFields()
+	names := maps.Keys(fields)
+	if sorted {
+		names = slices.Values(slices.Sorted(names))
+	}
 	var err error
 	b = append(b, '{')
 	first := true
-	field := func(name string, v *structpb.Value) error {
+	for name := range names {
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
 		if b, err = jsontext.AppendQuote(b, name); err != nil {
-			return err
+			return b, err
 		}
 		b = append(b, ':')
-		b, err = appendJSON(b, v, sorted)
-		return err
-	}
-	if sorted {
-		for _, name := range slices.Sorted(maps.Keys(fields)) {
-			if err := field(name, fields[name]); err != nil {
-				return b, err
-			}
-		}
-	} else {
-		for name, v := range fields {
-			if err := field(name, v); err != nil {
-				return b, err
-			}
+		if b, err = appendJSON(b, fields[name], sorted); err != nil {
+			return b, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// appendNumber writes f as encoding/json writes a float64 (its
-// floatEncoder): without an exponent from 1e-6 up to 1e21, so that a whole
+// appendNumber writes f as encoding/json writes a float64 (Go's
+// encoding/json/encode.go, floatEncoder.encode): without an exponent from 1e-6 up to 1e21, so that a whole
 // number decodes into an integer field, and an error for what JSON cannot
 // hold.
 func appendNumber(b []byte, f float64) ([]byte, error) {

@@ -129,16 +129,7 @@ func TestAppendJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// encoding/json escapes <, >, & and U+2028 for HTML; both are the
-	// same JSON string.
-	var wantAny, gotAny any
-	if err := json.Unmarshal(want, &wantAny); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(got, &gotAny); err != nil {
-		t.Fatalf("appendJSON wrote invalid JSON %s: %v", got, err)
-	}
-	if diff := cmp.Diff(wantAny, gotAny); diff != "" {
+	if diff := jsonDiff(t, want, got); diff != "" {
 		t.Errorf("appendJSON: -encoding/json, +appendJSON:\n%s", diff)
 	}
 	// The numbers byte for byte: an integer field decodes only what has
@@ -155,6 +146,22 @@ func TestAppendJSON(t *testing.T) {
 			t.Errorf("appendNumber(%v): want an error, as encoding/json gives", f)
 		}
 	}
+}
+
+// jsonDiff compares two encodings of a JSON value by the value they
+// hold: encoding/json escapes <, >, & and U+2028 for HTML where
+// appendJSON does not, and both are the same JSON string. got must be
+// valid JSON.
+func jsonDiff(t *testing.T, want, got []byte) string {
+	t.Helper()
+	var wantAny, gotAny any
+	if err := json.Unmarshal(want, &wantAny); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &gotAny); err != nil {
+		t.Fatalf("appendJSON wrote invalid JSON %s: %v", got, err)
+	}
+	return cmp.Diff(wantAny, gotAny)
 }
 
 func errorText(err error) string {
@@ -189,14 +196,7 @@ func FuzzAppendJSON(f *testing.F) {
 		if wantErr != nil {
 			return
 		}
-		var wantAny, gotAny any
-		if err := json.Unmarshal(want, &wantAny); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(got, &gotAny); err != nil {
-			t.Fatalf("appendJSON wrote invalid JSON %s: %v", got, err)
-		}
-		if diff := cmp.Diff(wantAny, gotAny); diff != "" {
+		if diff := jsonDiff(t, want, got); diff != "" {
 			t.Fatalf("appendJSON: -encoding/json, +appendJSON:\n%s", diff)
 		}
 		fromMap, fromValue := &observedStatus{}, &observedStatus{}
