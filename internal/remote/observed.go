@@ -156,8 +156,7 @@ func (o Observed) Manifest() map[string]any {
 // (spec.forProvider.manifest), or nil. It converts only that part of the
 // Object. Every call returns the same map: read it, never change it.
 func (o Observed) Applied() map[string]any {
-	fp := o.object.GetFields()["spec"].GetStructValue().GetFields()["forProvider"].GetStructValue()
-	m := fp.GetFields()["manifest"].GetStructValue()
+	m := o.applied()
 	if m == nil {
 		return nil
 	}
@@ -190,17 +189,25 @@ func (o Observed) LiveGeneration() int64 {
 // AppliedString is the string at path in the manifest Crossplane last
 // applied to the Object, or "".
 func (o Observed) AppliedString(path ...string) string {
-	fp := o.object.GetFields()["spec"].GetStructValue().GetFields()["forProvider"].GetStructValue()
-	return at(fp.GetFields()["manifest"].GetStructValue(), path).GetStringValue()
+	return at(o.applied(), path).GetStringValue()
 }
 
-// at is the value at path in s, or nil.
+// applied is the Object's spec.forProvider.manifest, or nil.
+func (o Observed) applied() *structpb.Struct {
+	fp := o.object.GetFields()["spec"].GetStructValue().GetFields()["forProvider"].GetStructValue()
+	return fp.GetFields()["manifest"].GetStructValue()
+}
+
+// at is the value at path in s (s itself, wrapped, for no path), or nil.
 func at(s *structpb.Struct, path []string) *structpb.Value {
 	if s == nil {
 		return nil
 	}
-	v := structpb.NewStructValue(s)
-	for _, k := range path {
+	if len(path) == 0 {
+		return structpb.NewStructValue(s)
+	}
+	v := s.GetFields()[path[0]]
+	for _, k := range path[1:] {
 		v = v.GetStructValue().GetFields()[k]
 	}
 	return v
