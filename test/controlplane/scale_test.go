@@ -259,7 +259,7 @@ func (sc *scenarios) restReconciles(t *testing.T, key string, names []string, fr
 	t.Helper()
 	calls, err := sc.c.functionCallsByName("ModelRoute", from, to)
 	if err != nil {
-		t.Logf("cannot count the ModelRoutes' reconciles at rest: %v", err)
+		t.Errorf("cannot count the ModelRoutes' reconciles at rest: %v", err)
 		return
 	}
 	minutes := to.Sub(from).Minutes()
