@@ -70,7 +70,7 @@ controlplane-mtls:
 # adds, at the end, a window of that length twelve minutes after the
 # rollout, past the drift checks it caused: the rest that lasts (about 22
 # minutes more). Ten minutes is one period of a ready route's TTL; a
-# shorter window can fall on routes whose TTLs the rollout put in step.
+# shorter window can fall on a wave of routes whose TTLs fell in step.
 SCALE ?= 100
 SCALE_TIMEOUT ?= 60m
 .PHONY: controlplane-scale
