@@ -56,27 +56,40 @@ func appendJSON(b []byte, v *structpb.Value, sorted bool) ([]byte, error) {
 
 func appendObject(b []byte, s *structpb.Struct, sorted bool) ([]byte, error) {
 	fields := s.GetFields()
-	names := maps.Keys(fields)
-	if sorted {
-		names = slices.Values(slices.Sorted(names))
-	}
 	var err error
 	b = append(b, '{')
-	first := true
-	for name := range names {
-		if !first {
-			b = append(b, ',')
+	// Two loops, not one over an iterator chosen between them: ranging
+	// over the map directly allocates nothing, and this runs for every
+	// object of every observed status on every reconcile.
+	if sorted {
+		for i, name := range slices.Sorted(maps.Keys(fields)) {
+			if b, err = appendField(b, i > 0, name, fields[name], sorted); err != nil {
+				return b, err
+			}
 		}
-		first = false
-		if b, err = jsontext.AppendQuote(b, name); err != nil {
-			return b, err
-		}
-		b = append(b, ':')
-		if b, err = appendJSON(b, fields[name], sorted); err != nil {
-			return b, err
+	} else {
+		comma := false
+		for name, v := range fields {
+			if b, err = appendField(b, comma, name, v, sorted); err != nil {
+				return b, err
+			}
+			comma = true
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendField writes one name and value of an object, after a comma
+// unless it is the first.
+func appendField(b []byte, comma bool, name string, v *structpb.Value, sorted bool) ([]byte, error) {
+	if comma {
+		b = append(b, ',')
+	}
+	b, err := jsontext.AppendQuote(b, name)
+	if err != nil {
+		return b, err
+	}
+	return appendJSON(append(b, ':'), v, sorted)
 }
 
 // appendNumber writes f as encoding/json writes a float64 (Go's
