@@ -389,6 +389,11 @@ func TestRunFunctionFatal(t *testing.T) {
 			req:    newRequest(t, gatewayXR(nil), map[string]obj{"gateway": badObserved}, nil),
 			want:   `cannot read the observed composed resource "gateway": status.conditions is a string, not a list`,
 		},
+		"MalformedObservedObjects": {
+			reason: "Of several malformed observed Objects, the first by name is named, on every reconcile alike.",
+			req:    newRequest(t, gatewayXR(nil), map[string]obj{"gateway": badObserved, "anchor-route": badObserved, "gateway-status": badObserved, "envoy-proxy": badObserved}, nil),
+			want:   `cannot read the observed composed resource "anchor-route": status.conditions is a string, not a list`,
+		},
 		"MalformedDeployment": {
 			reason: "A Deployment whose counters are not numbers is Fatal, naming the field.",
 			req:    newRequest(t, gatewayXR(nil), observedGateway("203.0.113.10", true, badDeployment, true), nil),

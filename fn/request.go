@@ -32,12 +32,23 @@ func observe(req *fnv1.RunFunctionRequest, in *v1beta1.Input, now time.Time) (co
 		Observed:  make(map[string]remote.Observed, len(req.GetObserved().GetResources())),
 		Required:  map[string][]map[string]any{},
 	}
+	// Of several malformed resources, the first by name is reported, not
+	// the first met: Go's map order changes from call to call, and the
+	// Fatal message would change with it on every reconcile.
+	var bad string
+	var badErr error
 	for name, r := range req.GetObserved().GetResources() {
 		o, err := remote.Read(r.GetResource())
 		if err != nil {
-			return v, errors.Wrapf(err, "cannot read the observed composed resource %q", name)
+			if badErr == nil || name < bad {
+				bad, badErr = name, err
+			}
+			continue
 		}
 		v.Observed[name] = o
+	}
+	if badErr != nil {
+		return v, errors.Wrapf(badErr, "cannot read the observed composed resource %q", bad)
 	}
 	// Required resources are read straight from their Structs. The SDK's
 	// request.GetRequiredResources does the same AsMap (function-sdk-go
