@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -40,13 +41,16 @@ const maxCachedHeap = 64 << 20
 type structCache struct {
 	mu sync.Mutex
 	m  map[string]*structpb.Struct
-	// heap is what the entries hold, as heapBytes estimates it; limit
-	// bounds it.
+	// wire holds each Struct of m encoded as a Resource's resource field,
+	// for precode (wire.go).
+	wire map[*structpb.Struct]protoreflect.RawFields
+	// heap is what the entries hold, as heapBytes and wireHeapBytes
+	// estimate it; limit bounds it.
 	heap, limit int
 }
 
 func newStructCache() *structCache {
-	return &structCache{m: map[string]*structpb.Struct{}, limit: maxCachedHeap}
+	return &structCache{m: map[string]*structpb.Struct{}, wire: map[*structpb.Struct]protoreflect.RawFields{}, limit: maxCachedHeap}
 }
 
 // toStruct returns the Struct for o, building it on a miss. A nil cache
@@ -77,13 +81,18 @@ func (c *structCache) toStruct(o any) (*structpb.Struct, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := heapBytes(len(b), s)
+	w, err := encodeResourceField(s)
+	if err != nil {
+		return nil, err
+	}
+	n := heapBytes(len(b), s) + wireHeapBytes(w)
 	c.mu.Lock()
 	if c.heap+n > c.limit {
-		c.m, c.heap = map[string]*structpb.Struct{}, 0
+		c.m, c.wire, c.heap = map[string]*structpb.Struct{}, map[*structpb.Struct]protoreflect.RawFields{}, 0
 	}
 	if n <= c.limit {
 		c.m[string(b)] = s
+		c.wire[s] = w
 		c.heap += n
 	}
 	c.mu.Unlock()

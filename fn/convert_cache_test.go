@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // TestStructCacheHeap fills a structCache with many more distinct composed
@@ -20,7 +18,8 @@ func TestStructCacheHeap(t *testing.T) {
 		objs = append(objs, r.GetResource().AsMap())
 	}
 	const limit = 8 << 20
-	c := &structCache{m: map[string]*structpb.Struct{}, limit: limit}
+	c := newStructCache()
+	c.limit = limit
 
 	var before, after runtime.MemStats
 	runtime.GC()

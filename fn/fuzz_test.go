@@ -4,7 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
@@ -205,11 +211,24 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 	return newRequest(t, xr, observed, required), implied
 }
 
+// fuzzNow is the clock of both functions FuzzRunFunction compares: the
+// statuses record times.
+var fuzzNow = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+
+// fuzzWire is the function as served, its struct cache shared by every input
+// a fuzzing process tries, as a served function's is by every composite.
+var fuzzWire = func() fnv1.FunctionRunnerServiceServer {
+	f := New(logging.NewNopLogger())
+	f.now = func() time.Time { return fuzzNow }
+	return f.Wire()
+}()
+
 // FuzzRunFunction feeds RunFunction requests of both kinds built from fuzzed
 // XRs, observed Objects and required resources. RunFunction must never
 // panic, must always return a response, and must never desire less than was
 // observed, except what the spec removed; a Fatal result must pass the
-// desired state through untouched.
+// desired state through untouched. What Wire sends must decode to the
+// response RunFunction returns.
 func FuzzRunFunction(f *testing.F) {
 	for _, seed := range [][]byte{
 		{}, {0}, {1}, {2}, {0, 5, 5, 5, 5, 5, 5}, {1, 4, 0, 1, 0, 3, 2, 9, 9, 9, 9, 9},
@@ -219,7 +238,27 @@ func FuzzRunFunction(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, implied := fuzzRequest(t, data)
-		rsp := run(t, req)
+		sent, err := fuzzWire.RunFunction(t.Context(), proto.CloneOf(req))
+		if err != nil {
+			t.Fatalf("RunFunction returned an error: %v", err)
+		}
+		f := New(logging.NewNopLogger())
+		f.now = func() time.Time { return fuzzNow }
+		rsp, err := f.RunFunction(t.Context(), req)
+		if err != nil {
+			t.Fatalf("RunFunction returned an error: %v", err)
+		}
+		b, err := proto.Marshal(sent)
+		if err != nil {
+			t.Fatalf("cannot encode what Wire sends: %v", err)
+		}
+		decoded := &fnv1.RunFunctionResponse{}
+		if err := proto.Unmarshal(b, decoded); err != nil {
+			t.Fatalf("cannot decode what Wire sends: %v", err)
+		}
+		if diff := cmp.Diff(rsp, decoded, protocmp.Transform()); diff != "" {
+			t.Fatalf("what Wire sends is not what RunFunction returns (-RunFunction +Wire):\n%s", diff)
+		}
 		for _, r := range rsp.GetResults() {
 			if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 				if len(rsp.GetDesired().GetResources()) != len(req.GetDesired().GetResources()) {

@@ -38,11 +38,11 @@ func (floor) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1
 }
 
 // echo returns a response it was given, whatever the request: the
-// function's own response to the benchmark's request, computed once. Fed
-// the same request, it costs what the protocol costs for the function's
-// exchange (the request and the function's response encoded, sent and
-// decoded) without composing anything, so function/echo is what composing
-// adds, and echo/floor what the response's bytes cost.
+// function's own response to the benchmark's request as Wire sends it,
+// computed once. Fed the same request, it costs what the protocol costs
+// for the function's exchange (the request and the function's response
+// encoded, sent and decoded) without composing anything, so function/echo
+// is what composing adds, and echo/floor what the response's bytes cost.
 type echo struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
 	rsp *fnv1.RunFunctionResponse
@@ -79,7 +79,8 @@ func BenchmarkGRPC(b *testing.B) {
 		{"InferenceGateway", newRequest(b, gatewayXR(nil), observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true), nil)},
 		{fmt.Sprintf("ModelRoute-%d", v1alpha1.MaxBackends), routeRequest(b, v1alpha1.MaxBackends)},
 	}
-	fc, flc := serveLoopback(b, f), serveLoopback(b, floor{})
+	// The function as cmd/function serves it.
+	fc, flc := serveLoopback(b, f.Wire()), serveLoopback(b, floor{})
 	// clients[request][server]; echo is a server per request.
 	clients := map[string]map[string]fnv1.FunctionRunnerServiceClient{}
 	responseSize := map[string]int{}
@@ -87,7 +88,7 @@ func BenchmarkGRPC(b *testing.B) {
 		// On a copy: response.To shares the request's desired state with
 		// the response (function-sdk-go response.To), so composing fills
 		// in the request it was given.
-		rsp, err := f.RunFunction(b.Context(), proto.CloneOf(r.req))
+		rsp, err := f.Wire().RunFunction(b.Context(), proto.CloneOf(r.req))
 		if err != nil {
 			b.Fatal(err)
 		}
