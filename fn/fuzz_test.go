@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
@@ -211,17 +210,13 @@ func fuzzRequest(t *testing.T, data []byte) (*fnv1.RunFunctionRequest, map[strin
 	return newRequest(t, xr, observed, required), implied
 }
 
-// fuzzNow is the clock of both functions FuzzRunFunction compares: the
-// statuses record times.
+// fuzzNow is the clock of the two functions FuzzRunFunction compares, so
+// that they agree on the times the statuses record.
 var fuzzNow = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
 
 // fuzzWire is the function as served, its struct cache shared by every input
 // a fuzzing process tries, as a served function's is by every composite.
-var fuzzWire = func() fnv1.FunctionRunnerServiceServer {
-	f := New(logging.NewNopLogger())
-	f.now = func() time.Time { return fuzzNow }
-	return f.Wire()
-}()
+var fuzzWire = newAt(fuzzNow).Wire()
 
 // FuzzRunFunction feeds RunFunction requests of both kinds built from fuzzed
 // XRs, observed Objects and required resources. RunFunction must never
@@ -242,9 +237,7 @@ func FuzzRunFunction(f *testing.F) {
 		if err != nil {
 			t.Fatalf("RunFunction returned an error: %v", err)
 		}
-		f := New(logging.NewNopLogger())
-		f.now = func() time.Time { return fuzzNow }
-		rsp, err := f.RunFunction(t.Context(), req)
+		rsp, err := newAt(fuzzNow).RunFunction(t.Context(), req)
 		if err != nil {
 			t.Fatalf("RunFunction returned an error: %v", err)
 		}

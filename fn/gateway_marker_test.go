@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
@@ -278,8 +277,7 @@ func TestOwnExtProcMarker(t *testing.T) {
 			}
 			req := newRequest(t, xr, tc.obs, nil)
 			req.Input = mustStruct(t, in)
-			f := New(logging.NewNopLogger())
-			f.now = func() time.Time { return now }
+			f := newAt(now)
 			rsp, err := f.RunFunction(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -339,8 +337,7 @@ func TestOwnExtProcMarkerOverReconciles(t *testing.T) {
 	for _, at := range []time.Duration{0, 5 * time.Second, 14 * time.Second, 15 * time.Second, 16 * time.Second} {
 		req := newRequest(t, xr, obs, nil)
 		req.Input = mustStruct(t, sanitizingInput)
-		f := New(logging.NewNopLogger())
-		f.now = func() time.Time { return t0.Add(at) }
+		f := newAt(t0.Add(at))
 		rsp, err := f.RunFunction(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -210,6 +211,13 @@ func newRequest(t testing.TB, xr obj, observed map[string]obj, required map[stri
 		}
 	}
 	return req
+}
+
+// newAt returns a Function whose clock stands still at now.
+func newAt(now time.Time) *Function {
+	f := New(logging.NewNopLogger())
+	f.now = func() time.Time { return now }
+	return f
 }
 
 func run(t testing.TB, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {

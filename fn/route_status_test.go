@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
@@ -203,8 +202,7 @@ func TestGatewayPublishesItsStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := New(logging.NewNopLogger())
-			f.now = func() time.Time { return now }
+			f := newAt(now)
 			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, tc.observed, tc.required))
 			if err != nil {
 				t.Fatal(err)
@@ -273,8 +271,7 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := New(logging.NewNopLogger())
-			f.now = func() time.Time { return now }
+			f := newAt(now)
 			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, observed(), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}))
 			if err != nil {
 				t.Fatal(err)

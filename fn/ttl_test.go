@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
@@ -154,8 +153,7 @@ func TestTTL(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := New(logging.NewNopLogger())
-			f.now = func() time.Time { return now }
+			f := newAt(now)
 			rsp, err := f.RunFunction(t.Context(), tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -320,8 +318,7 @@ func TestNotReadySpell(t *testing.T) {
 			xr := tc.xr
 			for i, s := range tc.steps {
 				now := t0.Add(s.at)
-				f := New(logging.NewNopLogger())
-				f.now = func() time.Time { return now }
+				f := newAt(now)
 				rsp, err := f.RunFunction(t.Context(), newRequest(t, xr, s.observed, s.required))
 				if err != nil {
 					t.Fatal(err)
@@ -372,8 +369,7 @@ func TestBreakerCooldownFromInput(t *testing.T) {
 			if tc.cooldown != "" {
 				req.Input = mustStruct(t, obj{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input", "circuitBreakerCooldown": tc.cooldown})
 			}
-			f := New(logging.NewNopLogger())
-			f.now = func() time.Time { return now }
+			f := newAt(now)
 			rsp, err := f.RunFunction(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)

@@ -3,12 +3,12 @@ package fn
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
@@ -52,8 +52,13 @@ func TestWire(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			want := run(t, proto.CloneOf(tc.req))
-			w := New(logging.NewNopLogger()).Wire()
+			// One clock for both: the statuses record times.
+			now := time.Now()
+			want, err := newAt(now).RunFunction(t.Context(), proto.CloneOf(tc.req))
+			if err != nil {
+				t.Fatalf("%s\nRunFunction returned an error: %v", tc.reason, err)
+			}
+			w := newAt(now).Wire()
 			for _, call := range []string{"first", "second"} {
 				got, err := w.RunFunction(t.Context(), proto.CloneOf(tc.req))
 				if err != nil {
@@ -65,8 +70,11 @@ func TestWire(t *testing.T) {
 						t.Errorf("%s\n%s call: %q sent precoded: %t, want %t", tc.reason, call, n, precoded, want)
 					}
 				}
-				if fatal := len(got.GetResults()) > 0 && got.GetResults()[0].GetSeverity() == fnv1.Severity_SEVERITY_FATAL; fatal != tc.fatal || fatal == (len(got.GetDesired().GetResources()) > 0) {
-					t.Errorf("%s\n%s call: Fatal %t with %d desired resources, want Fatal %t", tc.reason, call, fatal, len(got.GetDesired().GetResources()), tc.fatal)
+				// A case that desires nothing would show nothing precoded.
+				fatal := len(got.GetResults()) > 0 && got.GetResults()[0].GetSeverity() == fnv1.Severity_SEVERITY_FATAL
+				desired := len(got.GetDesired().GetResources())
+				if fatal != tc.fatal || (desired == 0) != tc.fatal {
+					t.Errorf("%s\n%s call: Fatal %t with %d desired resources, want Fatal %t and desired resources %t", tc.reason, call, fatal, desired, tc.fatal, !tc.fatal)
 				}
 				b, err := proto.Marshal(got)
 				if err != nil {
