@@ -25,8 +25,8 @@ const maxCachedHeap = 64 << 20
 // composite's desired objects are the same on almost every reconcile, and
 // building a Struct costs several times more than encoding the typed object
 // to JSON, which is the key (BenchmarkRunFunction against
-// BenchmarkRunFunctionUncached). It holds the composite's status too. It
-// holds no secret: API keys never reach a desired object
+// BenchmarkRunFunctionUncached). It holds the composite's status too, and
+// beside each Struct its protobuf encoding, for Wire. It holds no secret: API keys never reach a desired object
 // (route.builder.credential) or a status, and private keys neither.
 //
 // Why not the SDK's helpers (runtime.DefaultUnstructuredConverter into

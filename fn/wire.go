@@ -22,14 +22,12 @@ var resourceField = (&fnv1.Resource{}).ProtoReflect().Descriptor().Fields().ByNa
 // returns is f's, with every desired composed resource that f's struct
 // cache holds sent as the bytes it was encoded to when it was cached.
 //
-// gRPC encodes the whole response on every call (grpc-go's proto codec:
-// proto.Size, then MarshalAppend), walking every Value of every desired
-// object, although they are the same Structs, from the cache, on almost
-// every reconcile. Sending the cached bytes instead took the
-// InferenceGateway's call over loopback from about 2.0 to 1.7 times the
-// protocol floor (make bench-grpc, docs/speed.md). A message's unknown fields
-// are written out as they are (protobuf-go's marshal appends them after
-// the known fields), so a Resource whose resource field is left nil and
+// gRPC encodes the whole response on every call (grpc-go encoding/proto
+// codecV2.Marshal: proto.Size, then MarshalAppend), walking every Value of
+// every desired object, although on almost every reconcile they are the
+// same Structs, from the cache. protobuf-go writes a message's unknown
+// fields out as they are, after its known fields (internal/impl/encode.go,
+// marshalAppendPointer), so a Resource whose resource field is nil and
 // whose unknown fields hold that field's encoding is, on the wire, the
 // same Resource: Crossplane decodes the Struct from it as from any other.
 // The tests call RunFunction, whose responses hold the Structs; TestWire
@@ -55,8 +53,10 @@ func (w wire) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest) (*f
 }
 
 // precode replaces each desired composed resource's Struct that c holds
-// with its encoding. A Struct the cache no longer holds (it started again
-// empty since) is left to gRPC to encode.
+// with its encoding. A Struct the cache holds reaches a response only in a
+// Resource that write made, with no unknown fields of its own to lose. A
+// Struct the cache no longer holds (it started again empty since) is left
+// to gRPC to encode.
 func (c *structCache) precode(rsp *fnv1.RunFunctionResponse) {
 	if c == nil {
 		return
@@ -65,7 +65,7 @@ func (c *structCache) precode(rsp *fnv1.RunFunctionResponse) {
 	defer c.mu.Unlock()
 	for _, r := range rsp.GetDesired().GetResources() {
 		w, ok := c.wire[r.GetResource()]
-		if !ok || len(r.ProtoReflect().GetUnknown()) > 0 {
+		if !ok {
 			continue
 		}
 		r.Resource = nil
@@ -75,9 +75,10 @@ func (c *structCache) precode(rsp *fnv1.RunFunctionResponse) {
 }
 
 // encodeResourceField encodes s as a Resource's resource field: its tag,
-// its length and its bytes. The slice is clipped to its length, so that
-// nothing can append to the shared bytes in place. It runs on a cache
-// miss only, beside decoding the Struct, which costs far more.
+// its length and its bytes, once, when s is cached. SetUnknown keeps the
+// slice it is given, not a copy (protobuf-go internal/impl/
+// message_reflect.go, setUnknown), so the slice is clipped to its length:
+// nothing can append to the shared bytes in place.
 func encodeResourceField(s *structpb.Struct) (protoreflect.RawFields, error) {
 	b, err := proto.Marshal(s)
 	if err != nil {

@@ -73,10 +73,10 @@ func WithMessage(msg string, c *metav1.Condition) string {
 }
 
 // GatewayStatus decodes a Gateway's status once, for GatewayAddress and
-// ListenerConditions: the gateway's reconcile reads it for its address and
-// for every listener, and decoding it is a large part of that reconcile's
-// time. status is what decode.Into takes: the manifest's status as a map
-// or as the protobuf Value the function received.
+// ListenerConditions, which the gateway's reconcile reads for its address
+// and for every listener. status is what decode.Into takes: the
+// manifest's status as a map or as the protobuf Value the function
+// received.
 func GatewayStatus(status any) (*gwapiv1.GatewayStatus, error) {
 	st := &gwapiv1.GatewayStatus{}
 	if err := decode.Into("the Gateway", "status", status, st); err != nil {
