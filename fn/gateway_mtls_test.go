@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -272,6 +273,52 @@ func TestClientCertificateFromCA(t *testing.T) {
 	}
 }
 
+// TestClientCAPublished covers what the status publishes of a CA Secret:
+// its certificates, parsed and encoded again, and nothing else. A tls.crt
+// that holds a private key, a pair whose key is not the certificate's, or
+// certificates longer than the XRD lets the status hold, publish nothing
+// and hold GatewayReady with a message that names the Secret and what is
+// wrong, never what it holds.
+func TestClientCAPublished(t *testing.T) {
+	crt, key := tlsPair(t)
+	crt2, _ := tlsPair(t)
+	_, otherKey := tlsPair(t)
+	bundle := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	cases := map[string]struct {
+		crt, key   []byte
+		wantCA     any
+		wantReason string
+		wantMsg    string
+	}{
+		"Certificate":     {crt: crt, key: key, wantCA: string(crt), wantReason: "ClientCertificateNotReady", wantMsg: "cert-manager has not issued"},
+		"Chain":           {crt: bundle(crt, crt2), key: key, wantCA: string(crt) + string(crt2), wantReason: "ClientCertificateNotReady", wantMsg: "cert-manager has not issued"},
+		"TextAround":      {crt: bundle([]byte("Certificate:\n    Data: ...\n"), crt), key: key, wantCA: string(crt), wantReason: "ClientCertificateNotReady", wantMsg: "cert-manager has not issued"},
+		"KeyBundledInCrt": {crt: bundle(crt, key), key: key, wantReason: "ClientCertificateNotReady", wantMsg: `the CA Secret "gateway-client-ca" in "modelplane-system" on the control plane cannot be used: in tls.crt, its PEM block 2 is a private key, not a certificate; put only the CA's certificate (PEM) in tls.crt and its private key in tls.key`},
+		"Swapped":         {crt: key, key: crt, wantReason: "ClientCertificateNotReady", wantMsg: "in tls.crt, its PEM block 1 is a private key, not a certificate"},
+		"KeyMismatch":     {crt: crt, key: otherKey, wantReason: "ClientCertificateNotReady", wantMsg: "holds a tls.key that is not the key of the certificate in tls.crt"},
+		"OverTheLimit":    {crt: bytes.Repeat(crt, 65536/len(crt)+1), key: key, wantReason: "ClientCertificateNotReady", wantMsg: "more than the 65536 bytes that can be published"},
+	}
+	observed := observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true)
+	observed["client-ca-secret"] = withReferences(object("client-ca-secret", plainManifest("Secret"), true, true))
+	observed["client-certificate"] = object("client-certificate", certificateManifest(cond("Ready", false, "Issuing", ""), 0, ""), true, true)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, newRequest(t, gatewayXR(caClientCertSpec), observed, map[string][]obj{"client-ca-secret": {clientCASecret(tc.crt, tc.key)}}))
+			st, _ := status(rsp)["backendTLS"].(obj)
+			if diff := cmp.Diff(tc.wantCA, st["caCertificate"]); diff != "" {
+				t.Errorf("status.backendTLS.caCertificate: -want, +got:\n%s", diff)
+			}
+			c := condition(rsp, "GatewayReady")
+			if c.GetReason() != tc.wantReason || !strings.Contains(c.GetMessage(), tc.wantMsg) {
+				t.Errorf("GatewayReady is %s: %q, want %s containing %q", c.GetReason(), c.GetMessage(), tc.wantReason, tc.wantMsg)
+			}
+			if strings.Contains(marshal(t, rsp), "BEGIN PRIVATE KEY") {
+				t.Errorf("the response holds a private key's PEM block")
+			}
+		})
+	}
+}
+
 // TestClientCASecretMissing covers a caSecretRef Secret missing on the
 // control plane: before the first certificate GatewayReady names it; after
 // it, the certificate serves, a Warning says renewals will fail, and the
@@ -353,6 +400,10 @@ func TestClientCAKeyNeverLeaks(t *testing.T) {
 		"KeyMismatch": newRequest(t, gatewayXR(caClientCertSpec), delivered, map[string][]obj{"client-ca-secret": {clientCASecret(crt, otherKey)}}),
 		"Fatal": newRequest(t, gatewayXR(obj{"providerConfigName": "gpu-cluster-1", "backendTLS": obj{"clientCertificate": obj{"caSecretRef": obj{"name": "gateway-client-ca"}, "duration": "1m"}}}),
 			rolled, map[string][]obj{"client-ca-secret": {clientCASecret(crt, key)}}),
+		// tls.crt holds the certificate followed by its key, a common way
+		// to build such a Secret; or the two entries are swapped.
+		"KeyBundledInCrt": newRequest(t, gatewayXR(caClientCertSpec), delivered, map[string][]obj{"client-ca-secret": {clientCASecret(append(append([]byte{}, crt...), key...), key)}}),
+		"Swapped":         newRequest(t, gatewayXR(caClientCertSpec), delivered, map[string][]obj{"client-ca-secret": {clientCASecret(key, crt)}}),
 	}
 	secrets := []string{string(key), string(otherKey), base64.StdEncoding.EncodeToString(key), base64.StdEncoding.EncodeToString(otherKey)}
 	for name, req := range reqs {

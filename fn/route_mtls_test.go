@@ -11,10 +11,10 @@ import (
 
 // caPEM stands for a backend's CA certificate: public, so the function may
 // copy it itself from a ConfigMap.
-const caPEM = "-----BEGIN CERTIFICATE-----\nMIIBmTCCAT+gAwIBAgIBATAKBggqhkjOPQQDAjAAMB4XDTI2MDEwMTAwMDAwMFoX\n-----END CERTIFICATE-----\n"
+const caPEM = "-----BEGIN CERTIFICATE-----\nMIIBZzCCAQ2gAwIBAgIBATAKBggqhkjOPQQDAjAaMRgwFgYDVQQDEw90ZXN0IGJh\nY2tlbmQgQ0EwIBcNMjYwMTAxMDAwMDAwWhgPMjEyNjAxMDEwMDAwMDBaMBoxGDAW\nBgNVBAMTD3Rlc3QgYmFja2VuZCBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IA\nBLomZPIg1CzxqimssuVCStyxcjCcEEguzEHLnPsTMBNjhhZvWFFPsFPdP4rOmhmz\nuEcYOxwb6dYIueogHJDD/qmjQjBAMA4GA1UdDwEB/wQEAwIChDAPBgNVHRMBAf8E\nBTADAQH/MB0GA1UdDgQWBBSoSLFEYrlcjgpKgCw351tRVa/PtjAKBggqhkjOPQQD\nAgNIADBFAiBwBFShDEMC+6JQBxYUhvN9vQOPFes+SmyYh/57CDwjxQIhANXIjDqS\npBF3BBxUZUtNCasH7w3CIUYSOY6rX/lEvmsB\n-----END CERTIFICATE-----\n"
 
 // caPEMBase64 is a CA Secret's ca.crt, as the API server serves it.
-const caPEMBase64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJtVENDQVQrZ0F3SUJBZ0lCQVRBS0JnZ3Foa2pPUFFRREFqQUFNQjRYRFRJMk1ERXdNVEF3TURBd01Gb1gKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+const caPEMBase64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJaekNDQVEyZ0F3SUJBZ0lCQVRBS0JnZ3Foa2pPUFFRREFqQWFNUmd3RmdZRFZRUURFdzkwWlhOMElHSmgKWTJ0bGJtUWdRMEV3SUJjTk1qWXdNVEF4TURBd01EQXdXaGdQTWpFeU5qQXhNREV3TURBd01EQmFNQm94R0RBVwpCZ05WQkFNVEQzUmxjM1FnWW1GamEyVnVaQ0JEUVRCWk1CTUdCeXFHU000OUFnRUdDQ3FHU000OUF3RUhBMElBCkJMb21aUElnMUN6eHFpbXNzdVZDU3R5eGNqQ2NFRWd1ekVITG5Qc1RNQk5qaGhadldGRlBzRlBkUDRyT21obXoKdUVjWU94d2I2ZFlJdWVvZ0hKREQvcW1qUWpCQU1BNEdBMVVkRHdFQi93UUVBd0lDaERBUEJnTlZIUk1CQWY4RQpCVEFEQVFIL01CMEdBMVVkRGdRV0JCU29TTEZFWXJsY2pncEtnQ3czNTF0UlZhL1B0akFLQmdncWhrak9QUVFECkFnTklBREJGQWlCd0JGU2hERU1DKzZKUUJ4WVVodk45dlFPUEZlcytTbXlZaC81N0NEd2p4UUloQU5YSWpEcVMKcEJGM0JCeFVaVXROQ2FzSDd3M0NJVVlTT1k2clgvbEV2bXNCCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K"
 
 // mtlsBackend is backend m, in-cluster, verified by its own CA (kind
 // ConfigMap or Secret, named m-ca) and, with clientCert, requiring the
@@ -116,6 +116,19 @@ func TestModelRouteMTLS(t *testing.T) {
 			required: map[string][]obj{"ca-secret-m-ca": {secret("m-ca", obj{"tls.crt": caPEMBase64})}},
 			want: want{condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", refs: []string{"qwen-b:0:1"},
 				warning: `backend "m" is left out of the route: its CA Secret "m-ca" has no key "ca.crt"`},
+		},
+		"CAConfigMapBundlesAKey": {
+			reason:   "The CA ConfigMap's ca.crt bundles a private key: m is left out with a Warning that names the ConfigMap and not the key, and nothing of it is copied.",
+			backend:  mtlsBackend("ConfigMap", false),
+			gateway:  gwReady,
+			observed: mtlsObserved(nil),
+			required: map[string][]obj{"ca-configmap-m-ca": {func() obj {
+				c := caConfigMap()
+				c["data"] = obj{"ca.crt": caPEM + "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"}
+				return c
+			}()}},
+			want: want{condition: "RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted", refs: []string{"qwen-b:0:1"},
+				warning: `backend "m" is left out of the route: the "ca.crt" of its CA ConfigMap "m-ca" cannot be used: its PEM block 2 is a private key, not a certificate; put only the backend's CA certificates (PEM) there`},
 		},
 		"GatewayWithoutClientCertificate": {
 			reason:   "m requires the gateway's client certificate and the gateway has none: left out with a Warning saying what to set.",

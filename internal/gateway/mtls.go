@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/cacert"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
@@ -98,24 +99,51 @@ func (b builder) readClientCert(req compose.Request) *clientCert {
 		default:
 			var data map[string]any
 			var missing []string
-			var mismatch bool
-			s.version, data, missing, mismatch = readTLSData(items[0])
-			switch {
-			case len(missing) > 0:
+			s.version, data, missing, _ = readTLSData(items[0])
+			if len(missing) > 0 {
 				s.problem = fmt.Sprintf("the CA Secret %q in %q on the control plane lacks tls.crt or tls.key; cert-manager's CA issuer needs both", r.Name, b.in.ObjectNamespace)
-			case mismatch:
-				s.problem = fmt.Sprintf("the CA Secret %q in %q on the control plane holds a tls.key that is not the key of the certificate in tls.crt; put the CA's own key in tls.key", r.Name, b.in.ObjectNamespace)
-			default:
-				s.present = true
-				crt, _ := data[corev1.TLSCertKey].(string)
-				if pem, err := base64.StdEncoding.DecodeString(crt); err == nil {
-					out.caPEM = string(pem)
-				}
+				break
 			}
+			pem, problem := readCAPair(data)
+			if problem != "" {
+				s.problem = fmt.Sprintf("the CA Secret %q in %q on the control plane %s", r.Name, b.in.ObjectNamespace, problem)
+				break
+			}
+			s.present = true
+			out.caPEM = pem
 		}
 		out.ca = s
 	}
 	return out
+}
+
+// readCAPair reads a CA Secret's pair: the certificates of tls.crt, which
+// the status publishes, and whether tls.key is their key. It never returns
+// or quotes anything else of either: a tls.crt that bundles the key, or a
+// Secret whose two entries are swapped, would otherwise publish the CA's
+// private key to everyone who may read the InferenceGateway. problem, if
+// any, says what is wrong and how to fix it, after "the CA Secret ...".
+func readCAPair(data map[string]any) (certs, problem string) {
+	crt, okCrt := base64Entry(data, corev1.TLSCertKey)
+	key, okKey := base64Entry(data, corev1.TLSPrivateKeyKey)
+	if !okCrt || !okKey {
+		return "", "holds a tls.crt or tls.key that is not base64; recreate it with kubectl create secret tls"
+	}
+	certs, err := cacert.Certificates(crt)
+	if err != nil {
+		return "", fmt.Sprintf("cannot be used: in tls.crt, %v; put only the CA's certificate (PEM) in tls.crt and its private key in tls.key", err)
+	}
+	if err := cacert.MatchesKey(certs, key); err != nil {
+		return "", "holds a tls.key that is not the key of the certificate in tls.crt; put the CA's own key in tls.key"
+	}
+	return certs, ""
+}
+
+// base64Entry decodes a Secret's data entry.
+func base64Entry(data map[string]any, key string) ([]byte, bool) {
+	v, _ := data[key].(string)
+	b, err := base64.StdEncoding.DecodeString(v)
+	return b, err == nil
 }
 
 // certificateStatus is the part of a cert-manager Certificate's status the

@@ -8,6 +8,7 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/cacert"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -94,10 +95,18 @@ func readCA(req compose.Request, be v1alpha1.Backend) caState {
 		st.problem = fmt.Sprintf("backend %q is left out of the route: its CA %s %q has no key %q; put the backend's CA certificate (PEM) there", be.Name, r.KindOrDefault(), r.Name, caKey)
 		return st
 	}
-	st.present = true
 	if r.KindOrDefault() == v1alpha1.CAKindConfigMap {
-		st.pem = v
+		// The function writes a ConfigMap's CA into the copy itself:
+		// certificates only, parsed, so that a ca.crt that bundles a key
+		// never reaches the gateway cluster or the Object's spec.
+		pem, err := cacert.Certificates([]byte(v))
+		if err != nil {
+			st.problem = fmt.Sprintf("backend %q is left out of the route: the %q of its CA ConfigMap %q cannot be used: %v; put only the backend's CA certificates (PEM) there", be.Name, caKey, r.Name, err)
+			return st
+		}
+		st.pem = pem
 	}
+	st.present = true
 	return st
 }
 
