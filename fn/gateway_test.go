@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -491,10 +492,66 @@ func TestInputCustomizes(t *testing.T) {
 		req := newRequest(t, gatewayXR(nil), nil, nil)
 		req.Input = mustStruct(t, obj{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input", "extProcMarkerAnnotations": []any{"bad key'"}})
 		rs := run(t, req).GetResults()
-		if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL || !strings.Contains(rs[0].GetMessage(), `cannot use extProcMarkerAnnotations[0] "bad key'"`) {
+		if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL || !strings.Contains(rs[0].GetMessage(), `cannot use the function Input: extProcMarkerAnnotations[0] "bad key'" is not an annotation key`) {
 			t.Errorf("want a Fatal naming the bad marker key, got %v", rs)
 		}
 	})
+}
+
+// TestInputRefused: an Input the function cannot use is Fatal with a
+// message that names the field and reads the same on every call, whatever
+// order Go's maps meet several bad fields in.
+func TestInputRefused(t *testing.T) {
+	cases := map[string]struct {
+		input obj
+		want  string
+	}{
+		"WrongTypes": {
+			input: obj{"gatewayName": 5.0, "gatewayNamespace": true, "clusterDomain": []any{"x"}, "objectNamespace": obj{}},
+			want:  "cannot read the function Input: input.clusterDomain is a JSON array, but must be a string; fix input.clusterDomain",
+		},
+		"UnknownField": {
+			input: obj{"gatewayNamespaces": "a", "zone": "b"},
+			want:  "cannot read the function Input: input.gatewayNamespaces is not a field of the function Input; remove it, or check its spelling against its schema",
+		},
+		"NotALabel": {
+			input: obj{"gatewayName": "Edge Gateway"},
+			want:  `cannot use the function Input: gatewayName "Edge Gateway" is not a DNS label`,
+		},
+		"AnchorIsModelHeader": {
+			input: obj{"anchorHeader": obj{"name": "x-ai-eg-model", "value": "true"}},
+			want:  `cannot use the function Input: anchorHeader.name "x-ai-eg-model" is the header AI Gateway routes models on`,
+		},
+		"NegativeCooldown": {
+			input: obj{"circuitBreakerCooldown": "-1m"},
+			want:  "cannot use the function Input: circuitBreakerCooldown -1m0s is negative",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := obj{"apiVersion": "inferencegateway.fn.crossplane.io/v1beta1", "kind": "Input", "metadata": obj{"name": "x"}}
+			maps.Copy(in, tc.input)
+			var first string
+			for i := range 20 {
+				req := newRequest(t, gatewayXR(nil), nil, nil)
+				req.Input = mustStruct(t, in)
+				rs := run(t, req).GetResults()
+				if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL {
+					t.Fatalf("want one Fatal, got %v", rs)
+				}
+				msg := rs[0].GetMessage()
+				if i == 0 {
+					first = msg
+				}
+				if msg != first {
+					t.Fatalf("call %d says %q, call 0 said %q", i, msg, first)
+				}
+			}
+			if !strings.HasPrefix(first, tc.want) {
+				t.Errorf("Fatal %q, want it to start %q", first, tc.want)
+			}
+		})
+	}
 }
 
 // TestVerdictObjectsAreWatched: every Object whose Ready waits on a

@@ -5,9 +5,9 @@ import (
 
 	"github.com/crossplane/function-sdk-go/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"github.com/crossplane/function-sdk-go/request"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/decode"
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -15,12 +15,17 @@ import (
 // readInput reads the optional Input and fills in its defaults.
 func readInput(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 	in := &v1beta1.Input{}
-	if req.GetInput() != nil {
-		if err := request.GetInput(req, in); err != nil {
-			return nil, errors.Wrap(err, "cannot read the function Input; check the fields of the pipeline step's input against package/input")
+	if s := req.GetInput(); s != nil {
+		// decode names the field and says the same words on every call:
+		// the SDK's request.GetInput goes through the unstructured
+		// converter, whose error for a wrong type depends on which field
+		// Go's map order meets first.
+		if err := decode.Strict("the function Input", "input", s.AsMap(), in, "apiVersion", "kind", "metadata"); err != nil {
+			return nil, err
 		}
 	}
-	return in.WithDefaults(), nil
+	in = in.WithDefaults()
+	return in, in.Validate()
 }
 
 // observe converts the request into the composer's view, once.

@@ -199,7 +199,7 @@ func Strict(what, prefix string, v, into any, tolerate ...string) error {
 		v = kept
 	}
 	if f := unknownField(v, reflect.TypeOf(into), prefix); f != "" {
-		return errors.Errorf("cannot read %s: %s is not a field of %s; remove it, or check its spelling against the XRD", what, f, what)
+		return errors.Errorf("cannot read %s: %s is not a field of %s; remove it, or check its spelling against its schema", what, f, what)
 	}
 	return Into(what, prefix, v, into)
 }

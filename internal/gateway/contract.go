@@ -141,6 +141,11 @@ type RouteView struct {
 	// ClientCertificate: the gateway has spec.backendTLS.clientCertificate,
 	// so Envoy presents a client certificate to backends that ask for one.
 	ClientCertificate bool
+
+	// UnprefixedModelNamespaces are the namespaces whose ModelRoutes may
+	// serve model names that start with no namespace
+	// (spec.modelNames.unprefixedNamespaces; v1alpha1.ModelRefusal).
+	UnprefixedModelNamespaces []string
 }
 
 // ReadRouteView reads the fields of an InferenceGateway's spec that a
@@ -162,6 +167,15 @@ func ReadRouteView(xr map[string]any) (RouteView, error) {
 		v.TLS = true
 	default:
 		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.tls is a %T, but must be an object; fix spec.tls", tls)
+	}
+	// Only well-formed entries grant anything: an entry of another type
+	// grants nothing, and the gateway's own reconcile refuses the spec.
+	mn, _ := spec["modelNames"].(map[string]any)
+	list, _ := mn["unprefixedNamespaces"].([]any)
+	for _, x := range list {
+		if ns, ok := x.(string); ok {
+			v.UnprefixedModelNamespaces = append(v.UnprefixedModelNamespaces, ns)
+		}
 	}
 	switch bt := spec["backendTLS"].(type) {
 	case nil:

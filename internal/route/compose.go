@@ -37,6 +37,10 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	var p compose.Problems
 
 	gw := readGateway(req)
+	if why := refusedModel(model, ns, spec.GatewayName, gw.spec); why != "" {
+		refuseModel(req, res, model, why)
+		return res, nil
+	}
 	gw.judge(&p)
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
@@ -66,6 +70,44 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	res.Evidence = gw.evidence()
 	res.Status = &v1alpha1.ModelRouteStatus{Model: model, Address: gw.address, Backends: &v1alpha1.BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since, FollowedGateway: gw.followed}
 	return res, nil
+}
+
+// refusedModel says why the route in namespace ns may not serve model
+// through the InferenceGateway gateway, or "". While the gateway is not
+// read yet (gw nil), a name that starts with no namespace is not judged:
+// nothing is composed without the gateway anyway.
+func refusedModel(model, ns, gateway string, gw *gateway.RouteView) string {
+	if _, prefixed := v1alpha1.ModelNamespace(model); !prefixed && gw == nil {
+		return ""
+	}
+	var granted []string
+	if gw != nil {
+		granted = gw.UnprefixedModelNamespaces
+	}
+	return v1alpha1.ModelRefusal(model, ns, gateway, granted)
+}
+
+// refuseModel makes res the answer for a route that may not serve its
+// model name: its AIGatewayRoute is not composed, so a route that served
+// the name before stops serving it (the name is another team's), and
+// nothing else is composed or changed: every other observed object is
+// carried forward as it is, until the spec or the gateway's grant is
+// fixed. RoutingReady says why and how to fix it.
+func refuseModel(req compose.Request, res *compose.Result, model, why string) {
+	res.Resources = map[string]compose.Desired{}
+	res.Implied = make(map[string]bool, len(req.Observed))
+	for n := range req.Observed {
+		res.Implied[n] = n != ResourceRoute
+	}
+	var p compose.Problems
+	p.Add(ReasonModelNameRefused, why)
+	c := p.Condition(ConditionType, ReasonAccepted, "")
+	res.Conditions = []compose.Condition{c}
+	since := compose.NotReadySince(req.Composite, c, req.Now, true)
+	// Only a change of the spec, which wakes the route, or of the
+	// gateway's grant, which does not, can lift the refusal.
+	res.RequeueAfter = WatchedGatewayRequeue
+	res.Status = &v1alpha1.ModelRouteStatus{Model: model, NotReadySince: since}
 }
 
 // compositeName is the ModelRoute's name and namespace.

@@ -44,6 +44,11 @@ const (
 	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
 	// HTTPRoute AI Gateway generated, or cannot resolve its backends.
 	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
+	// ReasonModelNameRefused: spec.model is in another namespace's space
+	// of model names, or starts with no namespace on a gateway that does
+	// not grant such names to the route's namespace
+	// (v1alpha1.ModelRefusal). The model's AIGatewayRoute is not composed.
+	ReasonModelNameRefused = "ModelNameRefused"
 )
 
 // routingReady is the ModelRoute's RoutingReady condition: False with the

@@ -24,7 +24,7 @@ func TestReadSpecFields(t *testing.T) {
 		"UnknownField": {
 			reason:  "A field the function does not know is an error, not silently ignored.",
 			spec:    map[string]any{"gatewayName": "g", "backends": []any{backend}, "timeouts": map[string]any{"requests": "10s"}},
-			wantErr: "cannot read ModelRoute: spec.timeouts.requests is not a field of ModelRoute; remove it, or check its spelling against the XRD",
+			wantErr: "cannot read ModelRoute: spec.timeouts.requests is not a field of ModelRoute; remove it, or check its spelling against its schema",
 		},
 	}
 	for name, tc := range cases {

@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/crossplane/function-sdk-go/errors"
 )
@@ -83,6 +86,7 @@ type IssuerRef struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
 	// Issuer (in the gateway namespace) or ClusterIssuer.
 	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
@@ -135,12 +139,20 @@ func (s *InferenceGatewaySpec) validateBackendTLS() error {
 		if r.Name == "" {
 			return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name is empty; name a cert-manager Issuer or ClusterIssuer")
 		}
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name %q is not an issuer name (%s); name a cert-manager Issuer or ClusterIssuer", r.Name, strings.Join(errs, "; "))
+		}
 		if r.Kind != "" && r.Kind != KindIssuer && r.Kind != KindClusterIssuer {
 			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.kind is %q; set Issuer or ClusterIssuer", r.Kind)
 		}
 	}
 	if r := c.CASecretRef; r != nil && r.Name == "" {
 		return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name is empty; name a kubernetes.io/tls Secret")
+	}
+	if r := c.CASecretRef; r != nil {
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name %q is not a Secret name (%s); name a kubernetes.io/tls Secret", r.Name, strings.Join(errs, "; "))
+		}
 	}
 	d, r, err := c.Durations()
 	if err != nil {

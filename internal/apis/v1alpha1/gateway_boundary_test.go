@@ -17,6 +17,15 @@ const (
 	goLength = "Validate leaves this length to the API server; crossplane render lets it through (reported, behaviour kept)"
 )
 
+// namespaces lists n namespace names.
+func namespaces(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("ns-%d", i)
+	}
+	return out
+}
+
 // TestInferenceGatewayBounds feeds values just inside and just outside
 // every bounded marker of the InferenceGateway to Validate and to the XRD.
 func TestInferenceGatewayBounds(t *testing.T) {
@@ -41,7 +50,9 @@ func TestInferenceGatewayBounds(t *testing.T) {
 
 		"ProviderConfigNameEmpty":   {set: map[string]any{"providerConfigName": ""}},
 		"ProviderConfigNameMax":     {set: map[string]any{"providerConfigName": long(253)}, goOK: true, schemaOK: true},
-		"ProviderConfigNameTooLong": {set: map[string]any{"providerConfigName": long(254)}, goOK: true, why: goLength},
+		"ProviderConfigNameTooLong": {set: map[string]any{"providerConfigName": long(254)}},
+		"ProviderConfigNameNotDNS":  {set: map[string]any{"providerConfigName": "GPU_Cluster"}},
+		"ProviderConfigNameSpace":   {set: map[string]any{"providerConfigName": "gpu cluster"}},
 
 		"ReplicasMin":      {set: map[string]any{"replicas": 0}, goOK: true, schemaOK: true},
 		"ReplicasUnderMin": {set: map[string]any{"replicas": -1}},
@@ -50,7 +61,14 @@ func TestInferenceGatewayBounds(t *testing.T) {
 
 		"ClassNameEmpty":   {set: map[string]any{"className": ""}, goOK: true, why: "Validate reads an empty className as unset (the Input's gatewayClassName); the schema's minLength refuses it"},
 		"ClassNameMax":     {set: map[string]any{"className": long(253)}, goOK: true, schemaOK: true},
-		"ClassNameTooLong": {set: map[string]any{"className": long(254)}, goOK: true, why: goLength},
+		"ClassNameTooLong": {set: map[string]any{"className": long(254)}},
+		"ClassNameNotDNS":  {set: map[string]any{"className": "Envoy Class"}},
+
+		"UnprefixedNamespaces":          {set: map[string]any{"modelNames.unprefixedNamespaces": []any{"ml-platform", "*"}}, goOK: true, schemaOK: true},
+		"UnprefixedNamespacesNotDNS":    {set: map[string]any{"modelNames.unprefixedNamespaces": []any{"ML_Platform"}}},
+		"UnprefixedNamespacesDuplicate": {set: map[string]any{"modelNames.unprefixedNamespaces": []any{"a", "a"}}},
+		"UnprefixedNamespacesMax":       {set: map[string]any{"modelNames.unprefixedNamespaces": namespaces(v1alpha1.MaxUnprefixedNamespaces)}, goOK: true, schemaOK: true},
+		"UnprefixedNamespacesOverMax":   {set: map[string]any{"modelNames.unprefixedNamespaces": namespaces(v1alpha1.MaxUnprefixedNamespaces + 1)}},
 
 		"HostnameOK":        {set: map[string]any{"hostname": "llm.example.com"}, goOK: true, schemaOK: true},
 		"HostnameMax":       {set: map[string]any{"hostname": long(63) + "." + long(63) + "." + long(63) + "." + long(61)}, goOK: true, schemaOK: true},
@@ -146,7 +164,8 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		"ClientCertNeither":       {set: map[string]any{"backendTLS.clientCertificate": map[string]any{"duration": "2h"}}},
 		"IssuerNameEmpty":         {set: map[string]any{"backendTLS.clientCertificate.issuerRef.name": ""}},
 		"IssuerNameMax":           {set: map[string]any{"backendTLS.clientCertificate.issuerRef.name": long(253)}, goOK: true, schemaOK: true},
-		"IssuerNameTooLong":       {set: map[string]any{"backendTLS.clientCertificate.issuerRef.name": long(254)}, goOK: true, why: goLength},
+		"IssuerNameTooLong":       {set: map[string]any{"backendTLS.clientCertificate.issuerRef.name": long(254)}},
+		"IssuerNameNotDNS":        {set: map[string]any{"backendTLS.clientCertificate.issuerRef.name": "Corp CA"}},
 		"IssuerKindCluster":       {set: map[string]any{"backendTLS.clientCertificate": issuer(nil), "backendTLS.clientCertificate.issuerRef.kind": v1alpha1.KindClusterIssuer}, goOK: true, schemaOK: true},
 		"IssuerKindUnknown":       {set: map[string]any{"backendTLS.clientCertificate": issuer(nil), "backendTLS.clientCertificate.issuerRef.kind": "Vault"}},
 		"DurationMin":             {set: map[string]any{"backendTLS.clientCertificate": issuer(map[string]any{"duration": "1h", "renewBefore": "5m"})}, goOK: true, schemaOK: true},
@@ -157,6 +176,7 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		"RenewBeforeTooLong":      {set: map[string]any{"backendTLS.clientCertificate": issuer(map[string]any{"renewBefore": "1h" + long(31)})}},
 		"CASecretRefNameNotEmpty": {set: map[string]any{"backendTLS.clientCertificate": map[string]any{"caSecretRef": map[string]any{"name": "ca"}}}, goOK: true, schemaOK: true},
 		"CASecretRefNameEmpty":    {set: map[string]any{"backendTLS.clientCertificate": map[string]any{"caSecretRef": map[string]any{"name": ""}}}},
+		"CASecretRefNameNotDNS":   {set: map[string]any{"backendTLS.clientCertificate": map[string]any{"caSecretRef": map[string]any{"name": "CA_Secret"}}}},
 	}
 	checkBounds(t, "gateway", v1alpha1.KindInferenceGateway, base, func(b []byte) error {
 		s := &v1alpha1.InferenceGatewaySpec{}

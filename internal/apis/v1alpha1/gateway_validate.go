@@ -22,6 +22,16 @@ func (s *InferenceGatewaySpec) Validate() error {
 	if strings.TrimSpace(s.ProviderConfigName) == "" {
 		return errors.New("cannot compose InferenceGateway: spec.providerConfigName is required; set it to the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster")
 	}
+	// Immutable once set (the XRD's CEL rule), so a value no
+	// ClusterProviderConfig can have would never be fixed in place.
+	if errs := validation.IsDNS1123Subdomain(s.ProviderConfigName); len(errs) > 0 {
+		return errors.Errorf("cannot compose InferenceGateway: spec.providerConfigName %q is not a ClusterProviderConfig name (%s); set the name of the provider-kubernetes ClusterProviderConfig that reaches the gateway's cluster, such as gpu-cluster-1", s.ProviderConfigName, strings.Join(errs, "; "))
+	}
+	if s.ClassName != "" {
+		if errs := validation.IsDNS1123Subdomain(s.ClassName); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.className %q is not a GatewayClass name (%s); name the GatewayClass of Envoy Gateway, such as envoy", s.ClassName, strings.Join(errs, "; "))
+		}
+	}
 	if s.Replicas != nil && (*s.Replicas < 0 || *s.Replicas > MaxReplicas) {
 		return errors.Errorf("cannot compose InferenceGateway: spec.replicas is %d; set it from 0 to %d", *s.Replicas, MaxReplicas)
 	}
@@ -29,6 +39,9 @@ func (s *InferenceGatewaySpec) Validate() error {
 		if errs := validation.IsDNS1123Subdomain(s.Hostname); len(errs) > 0 {
 			return errors.Errorf("cannot compose InferenceGateway: spec.hostname %q is not a hostname (%s); set a DNS name such as llm.example.com", s.Hostname, strings.Join(errs, "; "))
 		}
+	}
+	if err := s.ModelNames.validate(); err != nil {
+		return errors.Wrap(err, "cannot compose InferenceGateway")
 	}
 	for _, check := range []func() error{s.validateConnection, s.validateFailover, s.validateEnvoy, s.validateAuth, s.validateBudgets, s.validateBackendTLS, s.validateTLS} {
 		if err := check(); err != nil {

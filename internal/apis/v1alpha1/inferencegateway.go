@@ -56,6 +56,7 @@ type InferenceGatewaySpec struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.providerConfigName is immutable: to serve another cluster, create another InferenceGateway with that providerConfigName (and delete this one once it is no longer needed)"
 	ProviderConfigName string `json:"providerConfigName,omitempty"`
 
@@ -69,6 +70,7 @@ type InferenceGatewaySpec struct {
 	// (envoy).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClassName string `json:"className,omitempty"`
 
 	// The hostname the gateway serves, used by the https listener and the
@@ -109,6 +111,12 @@ type InferenceGatewaySpec struct {
 	// TLS to the backends: the client certificate the gateway presents to
 	// a backend that asks for one.
 	BackendTLS *BackendTLS `json:"backendTLS,omitempty"`
+
+	// Who may serve which model names. A name of the form
+	// <namespace>/<model> belongs to that namespace's ModelRoutes alone;
+	// a name that starts with no namespace (gpt-4o) only to the
+	// namespaces listed here.
+	ModelNames *ModelNames `json:"modelNames,omitempty"`
 }
 
 // InferenceGatewayStatus is what the function writes into an

@@ -55,10 +55,16 @@ type ModelRouteSpec struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	GatewayName string `json:"gatewayName,omitempty"`
-	// The model name callers send. Defaults to <namespace>/<name>.
+	// The model name callers send. Defaults to <namespace>/<name>. A name
+	// of the form <namespace>/<model> must start with this ModelRoute's
+	// namespace; one that starts with no namespace (gpt-4o) only if the
+	// InferenceGateway lists this namespace in
+	// spec.modelNames.unprefixedNamespaces.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[!-~]([ -~]*[!-~])?$`
 	Model string `json:"model,omitempty"`
 	// The backends that serve the model, in priority (fallback) tiers. At
 	// most 16: AI Gateway puts every backend into one rule of the HTTPRoute

@@ -161,8 +161,11 @@ type Schema struct {
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:Enum=OpenAI;Anthropic;AWSBedrock;AzureOpenAI;GCPVertexAI;GCPAnthropic;Cohere;AWSAnthropic
 	Name string `json:"name,omitempty"`
-	// The API path prefix. Defaults to /v1 for OpenAI and Anthropic.
+	// The API path prefix. Defaults to /v1 for OpenAI and Anthropic. A
+	// path only: no scheme, host, credentials, query or spaces.
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._~!$&'()*+,;=%/-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('//')",message="schema.prefix is a path such as /v1, not a URL: remove the leading //"
 	Prefix *string `json:"prefix,omitempty"`
 	// The API version, for AzureOpenAI.
 	// +kubebuilder:validation:MaxLength=64

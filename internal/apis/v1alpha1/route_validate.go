@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -21,8 +22,14 @@ func (s *ModelRouteSpec) Validate() error {
 	if s.GatewayName == "" {
 		return bad("spec.gatewayName is required; name the InferenceGateway that serves this model")
 	}
+	if errs := validation.IsDNS1123Subdomain(s.GatewayName); len(errs) > 0 {
+		return bad("spec.gatewayName %q is not an InferenceGateway name (%s); name the InferenceGateway that serves this model", s.GatewayName, strings.Join(errs, "; "))
+	}
 	if len(s.Model) > 4096 {
 		return bad("spec.model is %d characters; AI Gateway matches at most 4096", len(s.Model))
+	}
+	if err := validateModelName(s.Model); err != nil {
+		return bad("%s", err.Error())
 	}
 	if len(s.Backends) == 0 {
 		return bad("spec.backends is empty; list at least one backend")
@@ -104,8 +111,19 @@ func (b Backend) validateSchema(f string) error {
 	if !known {
 		return errors.Errorf("%s.schema.name %q is not a schema AI Gateway knows; use one of %v", f, b.Schema.Name, Schemas)
 	}
+	if p := b.Schema.Prefix; p != nil && (!apiPrefix.MatchString(*p) || strings.HasPrefix(*p, "//")) {
+		return errors.Errorf("%s.schema.prefix %q is not an API path prefix; use a path such as /v1 or /api/v1, without a scheme, host, credentials, query, spaces or control characters", f, *p)
+	}
 	return nil
 }
+
+// apiPrefix is a path prefix AI Gateway joins to the request's path
+// (ai-gateway v1.0.0 internal/translator, path.Join("/", prefix, ...)):
+// RFC 3986 path characters without ':' and '@', so that neither a URL
+// (scheme, host, user:password@) nor a query, a fragment, whitespace or a
+// control character, which would end up in the :path Envoy sends the
+// backend, gets in. With or without a leading "/", as AI Gateway takes both.
+var apiPrefix = regexp.MustCompile(`^[A-Za-z0-9._~!$&'()*+,;=%/-]*$`)
 
 func (b Backend) validateTier(f string) error {
 	if p := b.Priority; p != nil && (*p < 0 || *p > MaxPriority) {

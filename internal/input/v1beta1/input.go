@@ -40,6 +40,7 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=modelplane-system
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	GatewayNamespace string `json:"gatewayNamespace,omitempty"`
 
 	// GatewayName names the Gateway and its EnvoyProxy on the gateway
@@ -47,6 +48,7 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=inference-gateway
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	GatewayName string `json:"gatewayName,omitempty"`
 
 	// ObjectNamespace is the namespace on the control plane where the
@@ -55,12 +57,15 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=modelplane-system
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	ObjectNamespace string `json:"objectNamespace,omitempty"`
 
 	// GatewayClassName is the GatewayClass of the Gateway when the
 	// InferenceGateway does not set spec.className.
 	// +optional
 	// +kubebuilder:default=envoy
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	GatewayClassName string `json:"gatewayClassName,omitempty"`
 
 	// EnvoyGatewayNamespace is the namespace Envoy Gateway runs in, where it
@@ -68,6 +73,7 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=envoy-gateway-system
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	EnvoyGatewayNamespace string `json:"envoyGatewayNamespace,omitempty"`
 
 	// ExtProcMarkerAnnotations are the pod-template annotations AI Gateway
@@ -77,6 +83,8 @@ type Input struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=316
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	ExtProcMarkerAnnotations []string `json:"extProcMarkerAnnotations,omitempty"`
 
 	// AnchorHeader is the header the backend-free anchor route matches. It
@@ -87,6 +95,7 @@ type Input struct {
 	// InferenceGatewayAPIVersion is the apiVersion a ModelRoute uses to read
 	// its InferenceGateway. It defaults to the ModelRoute's own apiVersion.
 	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]+$`
 	InferenceGatewayAPIVersion string `json:"inferenceGatewayAPIVersion,omitempty"`
 
 	// ClusterDomain is the DNS domain of the gateway cluster's Services. A
@@ -96,6 +105,7 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=cluster.local
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClusterDomain string `json:"clusterDomain,omitempty"`
 
 	// ProviderSanitizesSecrets says that provider-kubernetes runs with
@@ -114,6 +124,7 @@ type Input struct {
 	// value than its default.
 	// +optional
 	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-')",message="circuitBreakerCooldown must not be negative"
 	CircuitBreakerCooldown *metav1.Duration `json:"circuitBreakerCooldown,omitempty"`
 }
 
@@ -126,12 +137,14 @@ type Header struct {
 	// Name of the header.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+\-.^_\x60|~]+$`
 	// +kubebuilder:validation:XValidation:rule="self.lowerAscii() != 'x-ai-eg-model'",message="the anchor must not match x-ai-eg-model, or it is listed in /v1/models"
 	Name string `json:"name"`
 
 	// Value of the header.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]+$`
 	Value string `json:"value"`
 }
 
