@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
 
 // tlsSecret is the control-plane TLS Secret llm-tls, with or without each
@@ -281,5 +283,53 @@ func TestTLSFirstDeliveryHolds(t *testing.T) {
 		if st.then != nil {
 			st.then(rsp)
 		}
+	}
+}
+
+// TestTLSSecretNamesReserved: a TLS certificateRef whose copy in the gateway
+// namespace would take the name of one of the function's own Secrets there
+// (the client certificate's, its CA's copy, a caller Secret's copy, or any
+// name of the callers' copies' form) is Fatal, naming the field and the
+// Secret it would collide with; nothing changes.
+func TestTLSSecretNamesReserved(t *testing.T) {
+	longCaller := "team-" + strings.Repeat("x", 60)
+	spec := func(name string) obj {
+		return obj{"providerConfigName": "gpu-cluster-1", "hostname": "llm.example.com", "tls": obj{"certificateRefs": []any{obj{"name": "llm-tls"}, obj{"name": name}}},
+			"auth": obj{"method": "APIKey", "apiKey": obj{"secretSelector": obj{"matchLabels": obj{"modelplane.ai/callers": "true"}}}}}
+	}
+	required := map[string][]obj{"caller-secrets": {callerSecret(longCaller, "1", obj{"ci": "a2V5"})}}
+	cases := map[string]struct {
+		name string
+		want string
+	}{
+		"Allowed":           {name: "inference-gateway-tls"},
+		"ClientCA":          {name: "inference-gateway-client-ca", want: `spec.tls.certificateRefs[1].name "inference-gateway-client-ca" is a name the function uses for its own Secrets in the gateway namespace "modelplane-system" (the copy of the client certificate's CA)`},
+		"ClientCertificate": {name: "inference-gateway-client-certificate", want: `(the Secret cert-manager writes the gateway's client certificate into)`},
+		"CallersForm":       {name: "inference-gateway-callers-platform", want: `(in the form inference-gateway-callers-<Secret> of the callers' Secrets' copies)`},
+		"CallerCopyHashed":  {name: names.CallerSecret("inference-gateway", longCaller), want: `(the copy of the callers' Secret "` + longCaller + `")`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := newRequest(t, gatewayXR(spec(tc.name)), nil, required)
+			rsp := run(t, req)
+			var fatal string
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+					fatal = r.GetMessage()
+				}
+			}
+			if tc.want == "" {
+				if fatal != "" {
+					t.Errorf("Fatal for an allowed name: %s", fatal)
+				}
+				return
+			}
+			if !strings.Contains(fatal, tc.want) {
+				t.Errorf("Fatal %q, want it to contain %q", fatal, tc.want)
+			}
+			if len(rsp.GetDesired().GetResources()) != 0 {
+				t.Errorf("a Fatal desired %d resources", len(rsp.GetDesired().GetResources()))
+			}
+		})
 	}
 }

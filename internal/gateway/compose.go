@@ -41,6 +41,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
+	if err := b.checkTLSNames(callers); err != nil {
+		return nil, err
+	}
 	cc := b.readClientCert(req)
 	g := b.verdict()
 	ev, err := b.observe(g, req.Observed, rule, secrets, cc, callers, gatewayready.RecordedMarker(req.Composite), req.Now)

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/crossplane/function-sdk-go/errors"
+
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -215,4 +217,38 @@ func (b builder) tlsSecretCopy(s tlsSecret, copyName string) *remote.Object {
 		},
 		Version: s.version, VersionAnnotation: names.SecretVersionAnnotation,
 	}.Object(b.spec.ProviderConfigName, s.copy.MayReference, remote.InNamespace(b.in.ObjectNamespace))
+}
+
+// checkTLSNames refuses a certificateRef whose copy in the gateway
+// namespace would have the name of a Secret the function composes there
+// for itself: the two Objects would write one Secret, and either the
+// listener would serve a CA's or a caller's keys, or the caller policy or
+// cert-manager would read a TLS pair. The function's own names there are
+// the client certificate's (written by cert-manager), its CA's copy, and
+// every caller Secret's copy, whose names all start with the caller
+// policy's name: that prefix is reserved whole, so that a caller Secret
+// selected later cannot collide either.
+func (b builder) checkTLSNames(c callers) error {
+	if !b.spec.TLSEnabled() {
+		return nil
+	}
+	gw := b.in.GatewayName
+	own := map[string]string{
+		clientCAName(gw):            "the copy of the client certificate's CA",
+		clientCertificateSecret(gw): "the Secret cert-manager writes the gateway's client certificate into",
+	}
+	for _, s := range c.selected {
+		own[s.remoteName] = fmt.Sprintf("the copy of the callers' Secret %q", s.name)
+	}
+	prefix := names.CallerPolicy(gw) + "-"
+	for i, r := range b.spec.TLS.CertificateRefs {
+		what, taken := own[r.Name]
+		if !taken && strings.HasPrefix(r.Name, prefix) {
+			taken, what = true, fmt.Sprintf("in the form %s<Secret> of the callers' Secrets' copies", prefix)
+		}
+		if taken {
+			return errors.Errorf("cannot compose InferenceGateway: spec.tls.certificateRefs[%d].name %q is a name the function uses for its own Secrets in the gateway namespace %q (%s); copy the certificate into a Secret of another name and name that one", i, r.Name, b.in.GatewayNamespace, what)
+		}
+	}
+	return nil
 }
