@@ -528,7 +528,10 @@ func TestModelsListing(t *testing.T) {
 		"ModelRouteNamedModel": {func() *fnv1.RunFunctionRequest {
 			xr := routeXR(backend("a", 0, 1, ""), backend("b", 3, 1, ""))
 			xr["spec"].(obj)["model"] = "qwen3-8b"
-			return newRequest(t, xr, placed("a", "b"), map[string][]obj{"gateway": gwReady})
+			// A name that starts with no namespace: the gateway grants it.
+			gw := inferenceGateway(true, "Serving", false)
+			gw["spec"].(obj)["modelNames"] = obj{"unprefixedNamespaces": []any{"ml-team"}}
+			return newRequest(t, xr, placed("a", "b"), map[string][]obj{"gateway": {gw}})
 		}(), []string{"qwen3-8b"}},
 	}
 	for name, tc := range cases {

@@ -9,7 +9,6 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
-	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
@@ -29,8 +28,12 @@ type backends struct {
 	// credentials of the backends with an API key, by backend name.
 	credentials map[string]keyState
 	// cas of the backends with their own CA, by backend name.
-	cas      map[string]caState
-	warnings []string
+	cas map[string]caState
+	// viaLegacy names the backends the route keeps naming by their name
+	// before they were renamed, while their objects are on their way to
+	// the new one (names.go).
+	viaLegacy map[string]string
+	warnings  []string
 }
 
 // keyState is the state of one backend's API-key Secret.
@@ -90,19 +93,23 @@ type keyState struct {
 // missing, is left out with a Warning; one whose CA has not reached the
 // gateway cluster joins the route once it has.
 func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route string, inRoute map[string]bool, gwName string, gw *gateway.RouteView) backends {
-	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}}
-	placed := func(be v1alpha1.Backend) bool { return isPlaced(req.Observed, inRoute, route, be) }
+	bs := backends{credentials: map[string]keyState{}, cas: map[string]caState{}, viaLegacy: map[string]string{}}
 	for _, be := range spec.Backends {
-		joined := inRoute[names.Child(route, be.Name)]
-		usable, caWaiting := bs.judgeTLS(req, be, joined, gwName, gw)
+		p := place(route, be.Name)
+		joined := p.joined(inRoute)
+		placed := func() bool { return isPlaced(req.Observed, inRoute, p) }
+		usable, caWaiting := bs.judgeTLS(req, be, p, joined, gwName, gw)
 		if !usable {
 			continue
+		}
+		if p.moving(inRoute) && !bs.moved(req.Observed, be, p) {
+			bs.viaLegacy[be.Name] = p.legacy
 		}
 		if be.APIKey == nil {
 			switch {
 			case caWaiting:
 				bs.caDelivering = append(bs.caDelivering, be.Name)
-			case placed(be):
+			case placed():
 				bs.usable = append(bs.usable, be)
 			default:
 				bs.placing = append(bs.placing, be.Name)
@@ -110,7 +117,7 @@ func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route stri
 			continue
 		}
 		present, version, problem := apiKey(req, be)
-		cs := remote.CopyStateIn(req.Observed, prefixCredential+be.Name)
+		cs := remote.CopyStateIn(req.Observed, prefixCredential+p.key)
 		c := keyState{withKey: cs.MayReference, delivered: cs.Delivered, version: version}
 		bs.credentials[be.Name] = c
 		switch {
@@ -122,7 +129,7 @@ func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route stri
 			bs.usable = append(bs.usable, be)
 		case caWaiting:
 			bs.caDelivering = append(bs.caDelivering, be.Name)
-		case c.delivered && placed(be):
+		case c.delivered && placed():
 			bs.usable = append(bs.usable, be)
 		case c.delivered:
 			bs.placing = append(bs.placing, be.Name)
@@ -152,16 +159,43 @@ func (bs backends) judge(p *compose.Problems, total int) {
 
 // isPlaced reports whether a backend is in the observed route, or its
 // Backend and AIServiceBackend are live on the gateway cluster.
-func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, route string, be v1alpha1.Backend) bool {
-	if inRoute[names.Child(route, be.Name)] {
+func isPlaced(obs map[string]remote.Observed, inRoute map[string]bool, p placement) bool {
+	if p.joined(inRoute) {
 		return true
 	}
-	for _, n := range []string{prefixBackend + be.Name, prefixAIBackend + be.Name} {
+	return newlyPlaced(obs, p)
+}
+
+// newlyPlaced reports whether the backend's Backend and AIServiceBackend,
+// under its keys, are live on the gateway cluster.
+func newlyPlaced(obs map[string]remote.Observed, p placement) bool {
+	for _, n := range []string{prefixBackend + p.key, prefixAIBackend + p.key} {
 		if o, ok := obs[n]; !ok || !o.Live() {
 			return false
 		}
 	}
 	return true
+}
+
+// moved reports whether a renamed backend's objects are all on the
+// gateway cluster under its new name, so that the route may name it so:
+// its Backend and AIServiceBackend, and with an API key its copy, with the
+// key, and its BackendSecurityPolicy (without which AI Gateway would send
+// the backend requests without the key), and with its own CA the CA's
+// copy, which its Backend names.
+func (bs *backends) moved(obs map[string]remote.Observed, be v1alpha1.Backend, p placement) bool {
+	if !newlyPlaced(obs, p) {
+		return false
+	}
+	if be.APIKey != nil {
+		if !remote.CopyStateIn(obs, prefixCredential+p.key).Delivered {
+			return false
+		}
+		if o, ok := obs[prefixCredPolicy+p.key]; !ok || !o.Live() {
+			return false
+		}
+	}
+	return be.CARef() == nil || bs.cas[be.Name].delivered
 }
 
 // observedBackendRefs names the backendRefs of the observed route: those

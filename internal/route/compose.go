@@ -45,6 +45,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
 	refs, tiers := tiers(bs.usable)
+	for i := range refs {
+		refs[i].legacy = bs.viaLegacy[refs[i].backend.Name]
+	}
 	bs.judge(&p, len(spec.Backends))
 	accepted, err := routeAccepted(req, &p)
 	if err != nil {
@@ -124,12 +127,17 @@ func compositeName(xr map[string]any) (name, ns string, err error) {
 // newBuilder is the builder of the ModelRoute name in namespace ns,
 // attached to the gateway gw.
 func newBuilder(req compose.Request, spec *v1alpha1.ModelRouteSpec, gw *gateway.RouteView, name, ns string) builder {
+	places := make(map[string]placement, len(spec.Backends))
+	for _, be := range spec.Backends {
+		places[be.Name] = place(name, be.Name)
+	}
 	return builder{
 		in: req.Input, spec: spec, name: name, namespace: ns,
 		teamNamespace:  names.TeamNamespace(ns),
 		providerConfig: gw.ProviderConfigName,
 		sectionName:    listenerOf(gw),
 		observed:       req.Observed,
+		places:         places,
 	}
 }
 
@@ -179,24 +187,25 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 	}
 	for _, be := range b.spec.Backends {
 		ca := bs.cas[be.Name]
+		key := func(prefix string) string { return b.key(prefix, be.Name) }
 		// A Backend that serves keeps its TLS until its new CA is on
 		// the gateway cluster: Envoy Gateway refuses a Backend whose CA
 		// it cannot find, and the model's rule with it (readBackends
 		// says what that costs). It is carried forward meanwhile.
-		_, serving := b.observed[prefixBackend+be.Name]
+		_, serving := b.observed[key(prefixBackend)]
 		if be.CARef() == nil || ca.delivered || !serving {
-			set(prefixBackend+be.Name, b.backend(be), b.ready(prefixBackend+be.Name))
+			set(key(prefixBackend), b.backend(be), b.ready(key(prefixBackend)))
 		}
 		if be.CARef() != nil && ca.present {
-			set(prefixCA+be.Name, b.caCopy(be, ca), ca.delivered)
+			set(key(prefixCA), b.caCopy(be, ca), ca.delivered)
 		}
-		set(prefixAIBackend+be.Name, b.aiBackend(be), b.ready(prefixAIBackend+be.Name))
+		set(key(prefixAIBackend), b.aiBackend(be), b.ready(key(prefixAIBackend)))
 		if be.APIKey == nil {
 			continue
 		}
-		set(prefixCredPolicy+be.Name, b.credPolicy(be), b.ready(prefixCredPolicy+be.Name))
+		set(key(prefixCredPolicy), b.credPolicy(be), b.ready(key(prefixCredPolicy)))
 		c := bs.credentials[be.Name]
-		set(prefixCredential+be.Name, b.credential(be, c.withKey, c.version), c.delivered)
+		set(key(prefixCredential), b.credential(be, c.withKey, c.version), c.delivered)
 	}
 }
 

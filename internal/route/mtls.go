@@ -11,7 +11,6 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/cacert"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
-	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
@@ -63,16 +62,17 @@ type caState struct {
 
 // readCA reads a backend's CA from the required resources, and how far its
 // copy has come on the gateway cluster.
-func readCA(req compose.Request, be v1alpha1.Backend) caState {
+func readCA(req compose.Request, be v1alpha1.Backend, p placement) caState {
 	r := be.CARef()
 	if r == nil {
 		return caState{}
 	}
 	var st caState
-	o, observed := req.Observed[prefixCA+be.Name]
+	key := prefixCA + p.key
+	o, observed := req.Observed[key]
 	switch r.KindOrDefault() {
 	case v1alpha1.CAKindSecret:
-		st.copy = remote.CopyStateIn(req.Observed, prefixCA+be.Name)
+		st.copy = remote.CopyStateIn(req.Observed, key)
 		st.delivered = st.copy.Delivered
 	default:
 		// The ConfigMap's data is in the Object's spec from the first
@@ -115,8 +115,8 @@ func readCA(req compose.Request, be v1alpha1.Backend) caState {
 // certificate from a gateway without one, or its CA is missing (a Warning
 // each), or not fetched yet; and whether its CA, not in the route yet
 // (joined), is still on its way to the gateway cluster.
-func (bs *backends) judgeTLS(req compose.Request, be v1alpha1.Backend, joined bool, gwName string, gw *gateway.RouteView) (usable, caWaiting bool) {
-	ca := readCA(req, be)
+func (bs *backends) judgeTLS(req compose.Request, be v1alpha1.Backend, p placement, joined bool, gwName string, gw *gateway.RouteView) (usable, caWaiting bool) {
+	ca := readCA(req, be, p)
 	bs.cas[be.Name] = ca
 	if w := clientCertProblem(be, gwName, gw); w != "" {
 		bs.warnings = append(bs.warnings, w)
@@ -142,10 +142,8 @@ func clientCertProblem(be v1alpha1.Backend, gwName string, gw *gateway.RouteView
 	return fmt.Sprintf("backend %q is left out of the route: it requires the gateway's client certificate (endpoint.tlsConfig.clientCertificate), and the InferenceGateway %q has none; set its spec.backendTLS.clientCertificate", be.Name, gwName)
 }
 
-// caCopyName names the CA's copy in the team namespace. A ConfigMap and a
-// Secret may share a name, but the backend's API-key Secret already has
-// the backend's child name.
-func (b builder) caCopyName(be v1alpha1.Backend) string { return names.Child(b.name, be.Name+"-ca") }
+// caCopyName names the CA's copy in the team namespace (names.BackendCA).
+func (b builder) caCopyName(be v1alpha1.Backend) string { return b.places[be.Name].ca }
 
 // caCopy is the backend's CA in the team namespace, where Envoy Gateway
 // reads a Backend's caCertificateRefs (it refuses them in another

@@ -2,7 +2,6 @@ package route
 
 import (
 	"slices"
-	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
@@ -61,24 +60,26 @@ func implied(s *v1alpha1.ModelRouteSpec, inRoute map[string]bool, route string, 
 	known := !ok || hr.Live()
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
 	for _, b := range s.Backends {
-		out[prefixBackend+b.Name] = true
-		out[prefixAIBackend+b.Name] = true
+		k := place(route, b.Name).key
+		out[prefixBackend+k] = true
+		out[prefixAIBackend+k] = true
 		// A key or a CA is a source the route follows (sources).
 		if b.APIKey != nil {
-			out[prefixCredential+b.Name] = true
-			out[prefixCredPolicy+b.Name] = true
+			out[prefixCredential+k] = true
+			out[prefixCredPolicy+k] = true
 			out[ResourceSources] = true
 		}
 		if b.CARef() != nil {
-			out[prefixCA+b.Name] = true
+			out[prefixCA+k] = true
 			out[ResourceSources] = true
 		}
 	}
+	// A backend's objects composed before, under keys the spec no longer
+	// implies (a backend removed, or renamed: names.go), stay while the
+	// route may still name them.
 	for n := range observed {
-		for _, p := range []string{prefixBackend, prefixAIBackend, prefixCredential, prefixCredPolicy, prefixCA} {
-			if be, ok := strings.CutPrefix(n, p); ok && (inRoute[names.Child(route, be)] || !known) {
-				out[n] = true
-			}
+		if obj, ok := keyObject(route, n); ok && (inRoute[obj] || !known) {
+			out[n] = true
 		}
 	}
 	return out
@@ -94,6 +95,8 @@ type builder struct {
 	providerConfig string
 	sectionName    string
 	observed       map[string]remote.Observed
+	// places are the backends' placements, by backend name.
+	places map[string]placement
 }
 
 func (b builder) meta(name string) remote.Meta {
@@ -105,7 +108,10 @@ func (b builder) wrap(manifest any, opts ...remote.Option) *remote.Object {
 }
 
 // child names a backend's objects on the gateway cluster.
-func (b builder) child(backend string) string { return names.Child(b.name, backend) }
+func (b builder) child(backend string) string { return b.places[backend].object }
+
+// key is the composition key of a backend's object that prefix starts.
+func (b builder) key(prefix, backend string) string { return prefix + b.places[backend].key }
 
 // namespaceObject creates the team namespace but never deletes it: other
 // ModelRoutes of the same control-plane namespace share it.
@@ -128,8 +134,12 @@ func (b builder) namespaceObject() *remote.Object {
 func (b builder) route(model string, refs []ref) *remote.Object {
 	brs := make([]aigv1b1.AIGatewayRouteRuleBackendRef, len(refs))
 	for i, r := range refs {
+		name := b.child(r.backend.Name)
+		if r.legacy != "" {
+			name = r.legacy
+		}
 		brs[i] = aigv1b1.AIGatewayRouteRuleBackendRef{
-			Name:              b.child(r.backend.Name),
+			Name:              name,
 			ModelNameOverride: r.backend.ModelNameOverride,
 			Weight:            new(r.weight),
 			Priority:          new(r.tier),
@@ -269,8 +279,8 @@ func (b builder) sourceVersions(src []remote.Source) *remote.Object {
 }
 
 // sourcesSuffix ends the name of the route's sourceVersions ConfigMap on
-// the gateway cluster. No copy of a backend's is a ConfigMap of that name:
-// a CA ConfigMap's copy ends in "-ca" (caCopyName).
+// the gateway cluster. No copy of a backend's is a ConfigMap of that name
+// (names.BackendCA says why).
 const sourcesSuffix = "sources"
 
 // credential is the backend's API-key Secret on the gateway cluster, under

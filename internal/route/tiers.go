@@ -9,6 +9,10 @@ import (
 // ref is one usable backend's place in the route.
 type ref struct {
 	backend v1alpha1.Backend
+	// legacy, if not empty, is the name the route names the backend's
+	// AIServiceBackend by: its name before it was renamed, while its
+	// objects are on their way to the new one (names.go).
+	legacy string
 	// tier is the dense priority Envoy sees.
 	tier uint32
 	// weight is normalised within the tier.

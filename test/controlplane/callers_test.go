@@ -166,7 +166,7 @@ func (sc *scenarios) callerAuth(t *testing.T) {
 	sc.eventually(t, waitRoute, "RoutingReady=False while every caller is denied", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "False")
 	})
-	sc.backendObjectsExist(t, names.Child(routeName, keyedBackend))
+	sc.backendObjectsExist(t, names.BackendObject(routeName, keyedBackend))
 	sc.noSecretsInObjects(t, "after the callers' Secrets were removed")
 
 	// Open again, as the scenarios after this one expect.

@@ -837,7 +837,7 @@ func (sc *scenarios) recordRollout(t *testing.T, name string, start requests, re
 // meanwhile: the function carries the backend's objects forward.
 func (sc *scenarios) secretLostAndRestored(t *testing.T) {
 	c, w := sc.c, sc.w
-	ref := names.Child(routeName, keyedBackend)
+	ref := names.BackendObject(routeName, keyedBackend)
 	secret, err := sc.get(sc.ctx, gvrSecret, teamControlNS, apiKeySecret)
 	must(t, err)
 
@@ -1016,7 +1016,7 @@ func (sc *scenarios) modelRouteDeleted(t *testing.T) {
 				return fmt.Sprintf("%d %s left in %s", len(l.Items), gvr.Resource, w.teamNS)
 			}
 		}
-		if _, err := sc.get(ctx, gvrSecret, w.teamNS, names.Child(routeName, keyedBackend)); !apierrors.IsNotFound(err) {
+		if _, err := sc.get(ctx, gvrSecret, w.teamNS, names.BackendObject(routeName, keyedBackend)); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the credential Secret is still there (%v)", err)
 		}
 		return ""

@@ -98,10 +98,10 @@ func (sc *scenarios) keyCreatedAfterRoute(t *testing.T) {
 
 	for _, a := range []allowance{
 		{reason: "scenario 5b2 deletes its route's API-key Secret", resource: "secrets", namespace: teamControlNS, name: lateSecret},
-		{reason: "scenario 5b2 deletes its ModelRoute: its key's copy goes with it", resource: "secrets", namespace: w.teamNS, name: names.Child(lateRoute, hostedBackend)},
-		{reason: "scenario 5b2 deletes its ModelRoute: its credential policy goes with it", resource: "backendsecuritypolicies", namespace: w.teamNS, name: names.Child(lateRoute, hostedBackend)},
-		{reason: "scenario 5b2 deletes its ModelRoute: its backend goes with it", resource: "backends", namespace: w.teamNS, name: names.Child(lateRoute, hostedBackend)},
-		{reason: "scenario 5b2 deletes its ModelRoute: its AI backend goes with it", resource: "aiservicebackends", namespace: w.teamNS, name: names.Child(lateRoute, hostedBackend)},
+		{reason: "scenario 5b2 deletes its ModelRoute: its key's copy goes with it", resource: "secrets", namespace: w.teamNS, name: names.BackendObject(lateRoute, hostedBackend)},
+		{reason: "scenario 5b2 deletes its ModelRoute: its credential policy goes with it", resource: "backendsecuritypolicies", namespace: w.teamNS, name: names.BackendObject(lateRoute, hostedBackend)},
+		{reason: "scenario 5b2 deletes its ModelRoute: its backend goes with it", resource: "backends", namespace: w.teamNS, name: names.BackendObject(lateRoute, hostedBackend)},
+		{reason: "scenario 5b2 deletes its ModelRoute: its AI backend goes with it", resource: "aiservicebackends", namespace: w.teamNS, name: names.BackendObject(lateRoute, hostedBackend)},
 	} {
 		w.allow(a)
 	}

@@ -57,7 +57,7 @@ func (sc *scenarios) newKeyedRoute(t *testing.T) {
 		}
 		if r := sc.composedObject(ctx, teamControlNS, quickRoute, "route"); r != nil {
 			mark("route Object accepted", conditionStatus(r, "Ready") == "True")
-			mark("keyed backend in the route", hasBackendRef(r, names.Child(quickRoute, hostedBackend)))
+			mark("keyed backend in the route", hasBackendRef(r, names.BackendObject(quickRoute, hostedBackend)))
 		}
 		r, err := sc.get(ctx, gvrModelRoute, teamControlNS, quickRoute)
 		if err != nil {

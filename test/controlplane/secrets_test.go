@@ -161,10 +161,10 @@ func (sc *scenarios) gatewayKeyIs(ctx context.Context, want string) string {
 
 // routeKeyIs is gatewayKeyIs for the backend of the ModelRoute named
 // route: "" once that backend's Secret on the gateway cluster, which the
-// function names names.Child(route, backend) in the team's namespace,
+// function names names.BackendObject(route, backend) in the team's namespace,
 // holds want at data.apiKey.
 func (sc *scenarios) routeKeyIs(ctx context.Context, route, backend, want string) string {
-	name := names.Child(route, backend)
+	name := names.BackendObject(route, backend)
 	s, err := sc.get(ctx, gvrSecret, sc.w.teamNS, name)
 	if err != nil {
 		return err.Error()

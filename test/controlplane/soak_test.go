@@ -194,14 +194,14 @@ func (r soakRoute) localities() map[string]locality {
 		w = r.weight
 	}
 	out := map[string]locality{
-		names.Child(r.name, soakLocal): {priority: r.localTier(), weight: w, port: r.port},
-		names.Child(r.name, r.other()): {priority: 1 - r.localTier(), weight: 1},
+		names.BackendObject(r.name, soakLocal): {priority: r.localTier(), weight: w, port: r.port},
+		names.BackendObject(r.name, r.other()): {priority: 1 - r.localTier(), weight: 1},
 	}
 	if r.secret == "" {
-		out[names.Child(r.name, soakSpare)] = locality{priority: 1 - r.localTier(), weight: 1, port: 8000}
+		out[names.BackendObject(r.name, soakSpare)] = locality{priority: 1 - r.localTier(), weight: 1, port: 8000}
 	}
 	if r.extra {
-		out[names.Child(r.name, soakExtra)] = locality{priority: r.localTier(), weight: 1, port: 8000}
+		out[names.BackendObject(r.name, soakExtra)] = locality{priority: r.localTier(), weight: 1, port: 8000}
 	}
 	return out
 }
@@ -219,9 +219,9 @@ func (r soakRoute) priorities() []int64 {
 // remote names the objects the route composes on the gateway cluster, by
 // resource: what its deletion may take.
 func (r soakRoute) remote() map[string][]string {
-	backends := []string{names.Child(r.name, soakLocal), names.Child(r.name, r.other())}
+	backends := []string{names.BackendObject(r.name, soakLocal), names.BackendObject(r.name, r.other())}
 	if r.extra {
-		backends = append(backends, names.Child(r.name, soakExtra))
+		backends = append(backends, names.BackendObject(r.name, soakExtra))
 	}
 	out := map[string][]string{
 		"aigatewayroutes":   {r.name},
@@ -230,8 +230,8 @@ func (r soakRoute) remote() map[string][]string {
 		"aiservicebackends": backends,
 	}
 	if r.secret != "" {
-		out["backendsecuritypolicies"] = []string{names.Child(r.name, hostedBackend)}
-		out["secrets"] = []string{names.Child(r.name, hostedBackend)}
+		out["backendsecuritypolicies"] = []string{names.BackendObject(r.name, hostedBackend)}
+		out["secrets"] = []string{names.BackendObject(r.name, hostedBackend)}
 	}
 	return out
 }
@@ -618,7 +618,7 @@ func (s *soak) toggleExtra() {
 		why := "the soak removes backend " + soakExtra + " from " + r.name
 		w := s.sc.w
 		for _, res := range []string{"backends", "aiservicebackends"} {
-			w.allow(allowance{reason: why, resource: res, namespace: w.teamNS, name: names.Child(r.name, soakExtra)})
+			w.allow(allowance{reason: why, resource: res, namespace: w.teamNS, name: names.BackendObject(r.name, soakExtra)})
 		}
 		for _, rn := range []string{"backend-" + soakExtra, "aibackend-" + soakExtra} {
 			w.allow(allowance{reason: why + ": its Objects go", resource: "objects", namespace: teamControlNS, composite: r.name, resourceName: rn})

@@ -182,7 +182,7 @@ func TestSoakRouteModel(t *testing.T) {
 				if m["apiKey"] == nil {
 					port, _ = m["endpoint"].(map[string]any)["port"].(int64)
 				}
-				got[names.Child(r.name, m["name"].(string))] = locality{priority: m["priority"].(int64), weight: w, port: port}
+				got[names.BackendObject(r.name, m["name"].(string))] = locality{priority: m["priority"].(int64), weight: w, port: port}
 			}
 			divisor := map[int64]int64{}
 			for _, l := range got {
