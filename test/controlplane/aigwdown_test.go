@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
 )
 
@@ -171,7 +172,7 @@ func (sc *scenarios) allowRouteDeletion(t *testing.T, name, why string) {
 	}
 	for _, r := range []struct{ resource, name string }{
 		{"aigatewayroutes", name}, {"httproutes", name},
-		{"backends", name + "-local"}, {"aiservicebackends", name + "-local"},
+		{"backends", names.BackendObject(name, "local")}, {"aiservicebackends", names.BackendObject(name, "local")},
 	} {
 		allow = append(allow, allowance{reason: why + ": its objects on the gateway cluster go with it", resource: r.resource, namespace: sc.w.teamNS, name: r.name})
 	}

@@ -327,6 +327,18 @@ var breaks = []deliberateBreak{{
 	// Scenario 2: the Envoy Deployment Envoy Gateway renders.
 	caughtBy:  "want ndots 1",
 	scenarios: "^(1-2_)",
+}, {
+	name: "rename-without-waiting",
+	what: "a renamed backend's new name put in the route at once, before its new Backend and AIServiceBackend are on the gateway cluster " +
+		"(internal/route/names.go), so that the serving route names objects that do not exist",
+	file: "internal/route/compose.go",
+	edits: []edit{{
+		old: "\t\trefs[i].legacy = bs.viaLegacy[refs[i].backend.Name]\n",
+		new: "\t\trefs[i].legacy = \"\"\n",
+	}},
+	// Scenario 5b3: the route moves to the new names after the upgrade.
+	caughtBy:  "while the backend's objects moved: ",
+	scenarios: "^(1-2_|5b3_)",
 }}
 
 // run is the child run's -test.run filter: TestControlPlane, narrowed to

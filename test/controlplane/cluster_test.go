@@ -154,6 +154,8 @@ func buildAll(ctx context.Context, tb testing.TB, root string, pair controllers)
 		tb.Fatalf("cannot build the crossplane CLI: %v", err)
 	}
 	bins["crossplane-cli"] = xp
+	// Scenario 5b3 upgrades from it (rename_test.go).
+	bins["function-previous"] = buildPreviousFunction(ctx, tb, root)
 	tb.Logf("binaries ready in %s", time.Since(start).Round(time.Second))
 	return bins
 }

@@ -137,6 +137,7 @@ func TestControlPlane(t *testing.T) {
 		{"5_APIKeySecretLostAndRestored", sc.secretLostAndRestored},
 		{"5b_APIKeyRotated", sc.keyRotated},
 		{"5b2_APIKeyCreatedAfterRoute", sc.keyCreatedAfterRoute},
+		{"5b3_BackendRenamed", sc.backendRenamed},
 		{"5c_CallerAuth", sc.callerAuth},
 		{"5c2_TokenBudgets", sc.tokenBudgets},
 		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
