@@ -231,9 +231,10 @@ func TestGatewayPublishesItsStatus(t *testing.T) {
 
 // TestRouteRequeueWhileWatchesHeldBack checks that a ModelRoute whose
 // watch events Crossplane's circuit breaker holds back (Responsive=False,
-// WatchCircuitOpen) asks to be looked at again as long after as it has
-// waited, from 2 s to the breaker's half-open 30 s, and that a closed
-// circuit leaves it to the watches.
+// WatchCircuitOpen) looks every second while its gateway rolls out, for
+// compose.FastFor, and otherwise as long after as it has waited, from 2 s
+// to the breaker's half-open 30 s; and that a closed circuit leaves it to
+// the watches.
 func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ab := []obj{backend("a", 1, 1, "key-a"), backend("b", 0, 1, "")}
@@ -257,22 +258,29 @@ func TestRouteRequeueWhileWatchesHeldBack(t *testing.T) {
 		o["gateway-status"] = statusObject("False", "OldReplicasPresent", true)
 		return o
 	}
+	// A gateway that waits for something else than its rollout.
+	gwListeners := []obj{inferenceGateway(false, "ListenersNotProgrammed", false)}
 	cases := map[string]struct {
-		reason string
-		xr     obj
-		want   time.Duration
+		reason  string
+		xr      obj
+		gateway []obj
+		want    time.Duration
 	}{
-		"HeldBackJustNow": {"The circuit is open and the route has waited 1 s: 2 s, the back-off's first step.", xr(true, time.Second), 2 * time.Second},
-		"HeldBackFor10s":  {"The circuit is open and the route has waited 10 s: as long again.", xr(true, 10*time.Second), 10 * time.Second},
-		"HeldBackFor5m":   {"Open, and waiting for 5 minutes: back off to the breaker's half-open interval.", xr(true, 5*time.Minute), compose.HeldBackBackoff.Max},
-		"HeldBackFor20m":  {"Open, and waiting for 20 minutes: still no slower than the half-open interval.", xr(true, 20*time.Minute), compose.HeldBackBackoff.Max},
-		"WatchesFlowing":  {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), route.WatchedGatewayRequeue},
-		"OpenLongAgo":     {"Responsive has said False for 10 minutes: Crossplane closes the breaker only on the next event, which passes after the 5-minute cooldown; rest.", xrOpenSince(now.Add(-10 * time.Minute)), route.WatchedGatewayRequeue},
+		"RolloutHeldBackJustNow": {"The circuit is open, the gateway rolls out, the route has waited 1 s: every second.", xr(true, time.Second), gwRolling, compose.FollowTTL},
+		"RolloutHeldBackFor1m":   {"... and still after a minute.", xr(true, time.Minute), gwRolling, compose.FollowTTL},
+		"RolloutHeldBackFor5m":   {"Waiting for a rollout for 5 minutes, past compose.FastFor: back off to the breaker's half-open interval.", xr(true, 5*time.Minute), gwRolling, compose.HeldBackBackoff.Max},
+		"HeldBackJustNow":        {"The circuit is open, the gateway waits for its listeners, the route has waited 1 s: 2 s, the back-off's first step.", xr(true, time.Second), gwListeners, 2 * time.Second},
+		"HeldBackFor10s":         {"... and has waited 10 s: as long again.", xr(true, 10*time.Second), gwListeners, 10 * time.Second},
+		"HeldBackFor20m":         {"Open, and waiting for 20 minutes: no slower than the half-open interval.", xr(true, 20*time.Minute), gwListeners, compose.HeldBackBackoff.Max},
+		"WatchesFlowing":         {"Closed: the gateway-status watch will wake the route; rest.", xr(false, 10*time.Second), gwRolling, route.WatchedGatewayRequeue},
+		"OpenLongAgo":            {"Responsive has said False for 10 minutes: Crossplane closes the breaker only on the next event, which passes after the 5-minute cooldown; rest.", xrOpenSince(now.Add(-10 * time.Minute)), gwRolling, route.WatchedGatewayRequeue},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newAt(now)
-			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, observed(), map[string][]obj{"gateway": gwRolling, "secret-key-a": keyA}))
+			obs := observed()
+			obs["gateway-status"] = statusObject("False", tc.gateway[0]["status"].(obj)["conditions"].([]any)[0].(obj)["reason"].(string), true)
+			rsp, err := f.RunFunction(t.Context(), newRequest(t, tc.xr, obs, map[string][]obj{"gateway": tc.gateway, "secret-key-a": keyA}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -129,6 +129,12 @@ func (p *Problems) Only(reason string) bool {
 	return len(p.reasons) == 1 && p.reasons[0] == reason
 }
 
+// Leads reports whether reason is the first failed check: the one the
+// condition reports.
+func (p *Problems) Leads(reason string) bool {
+	return len(p.reasons) > 0 && p.reasons[0] == reason
+}
+
 // None reports whether no check failed.
 func (p *Problems) None() bool { return len(p.reasons) == 0 }
 

@@ -67,6 +67,14 @@ var (
 	RestingBackoff = Backoff{Min: 2 * time.Second, Max: 5 * time.Minute, Divisor: 1}
 )
 
+// FollowTTL is the TTL of a composite whose breaker holds its events back
+// while it waits for an Envoy rollout to end, for at most FastFor of its
+// spell (a ModelRoute) or the breaker's cooldown (the InferenceGateway):
+// the rollout's end is a watch event the breaker drops, and only the TTL
+// brings it, within FollowTTL plus one reconcile (docs/speed.md, "Time to
+// ready while the breaker is open").
+const FollowTTL = time.Second
+
 // FastFor is how long a wait for a gateway that does not report, or whose
 // two verdicts disagree, may end in a moment: by then a route looks at it
 // at its slowest (route.StuckGatewayRequeue).

@@ -39,6 +39,11 @@ const ConditionType = gatewayready.ConditionType
 // reason of GatewayReady is in package gatewayready.
 const ReasonClusterAlreadyHasGateway = gatewayready.ReasonClusterAlreadyHasGateway
 
+// RollingOut reports whether GatewayReady's reason is the Envoy
+// Deployment's rollout, whose end comes by itself, usually within a minute
+// (gatewayready.RollingOut).
+func RollingOut(reason string) bool { return gatewayready.RollingOut(reason) }
+
 // Verdict is the gateway's readiness and why.
 type Verdict struct {
 	Ready bool

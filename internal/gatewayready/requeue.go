@@ -9,7 +9,9 @@ import (
 )
 
 // RequeueAfter is how soon the gateway should be reconciled again, or 0 to
-// leave it to the caller. While GatewayReady is False it backs off
+// leave it to the caller. While the Envoy Deployment rolls out and
+// Crossplane's breaker holds the gateway's events back, it looks every
+// compose.FollowTTL (RollingOut). Otherwise, while GatewayReady is False it backs off
 // (compose.GatewayBackoff: from a second, by a quarter of the spell, to
 // 10 s), measured from since, the start of the not-ready spell the
 // function records (compose.NotReadySince): the end of a rollout is what
@@ -30,10 +32,19 @@ import (
 // to wake it.
 func RequeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, markerDue time.Time) time.Duration {
 	now := req.Now
+	heldBack := func() bool {
+		return compose.WatchesHeldBack(req.Composite, now, req.Input.CircuitBreakerCooldown.Duration)
+	}
 	var d time.Duration
 	switch {
-	case c.Status && compose.WatchesHeldBack(req.Composite, now, req.Input.CircuitBreakerCooldown.Duration):
+	case c.Status && heldBack():
 		d = compose.GatewayBackoff.Max
+	case !c.Status && RollingOut(c.Reason) && heldBack():
+		// The rollout's end is what GatewayReady waits for, and the
+		// rollout's own events opened the breaker that holds back the
+		// event of its end: look every FollowTTL until it is seen. One
+		// gateway per cluster, and only within the breaker's cooldown.
+		d = compose.FollowTTL
 	case !c.Status && since != nil && !waitsForPerson(c.Reason):
 		d = compose.GatewayBackoff.After(since.Time, now)
 	}
@@ -49,6 +60,18 @@ func RequeueAfter(req compose.Request, c compose.Condition, since *metav1.Time, 
 func waitsForPerson(reason string) bool {
 	switch reason {
 	case ReasonTLSSecretMissing, ReasonCallerSecretsMissing, ReasonClusterAlreadyHasGateway:
+		return true
+	}
+	return false
+}
+
+// RollingOut reports whether a False GatewayReady's reason is the Envoy
+// Deployment's rollout (or its first sight), which ends by the Deployment
+// controller's and AI Gateway's doing, usually within a minute, and whose
+// end a ModelRoute waiting for the gateway wants to hear of at once.
+func RollingOut(reason string) bool {
+	switch reason {
+	case ReasonDeploymentNotObserved, ReasonGenerationNotObserved, ReasonExtProcMarkerMissing, ReasonOldReplicasPresent, ReasonNoReplicaAvailable:
 		return true
 	}
 	return false

@@ -19,7 +19,7 @@ import (
 // computed by the code under test.
 func TestRequeueAfterWaitsForPerson(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	req := compose.Request{Input: &v1beta1.Input{}, Composite: map[string]any{}, Now: now}
+	req := compose.Request{Input: (&v1beta1.Input{}).WithDefaults(), Composite: map[string]any{}, Now: now}
 	cases := map[string]struct {
 		reason string
 		spell  time.Duration
@@ -41,6 +41,48 @@ func TestRequeueAfterWaitsForPerson(t *testing.T) {
 			got := RequeueAfter(req, compose.Condition{Type: ConditionType, Reason: tc.reason}, &since, time.Time{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("RequeueAfter(%s, spell %s): -want, +got:\n%s", tc.reason, tc.spell, diff)
+			}
+		})
+	}
+}
+
+// TestRequeueAfterFollowsRollout: while the breaker holds the gateway's
+// events back (Responsive=False within the cooldown), a rollout is looked
+// at every second, whatever the spell; other reasons, or a closed
+// breaker, keep the back-off.
+func TestRequeueAfterFollowsRollout(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := (&v1beta1.Input{}).WithDefaults()
+	xr := func(open bool) map[string]any {
+		status := "True"
+		if open {
+			status = "False"
+		}
+		return map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+			"type": "Responsive", "status": status, "reason": "WatchCircuit", "lastTransitionTime": now.Add(-time.Minute).Format(time.RFC3339),
+		}}}}
+	}
+	cases := map[string]struct {
+		reason string
+		open   bool
+		spell  time.Duration
+		want   time.Duration
+	}{
+		"OldReplicasHeldBack":       {reason: ReasonOldReplicasPresent, open: true, spell: 40 * time.Second, want: time.Second},
+		"MarkerMissingHeldBack":     {reason: ReasonExtProcMarkerMissing, open: true, spell: 3 * time.Minute, want: time.Second},
+		"NoReplicaHeldBack":         {reason: ReasonNoReplicaAvailable, open: true, spell: 10 * time.Second, want: time.Second},
+		"DeploymentNotObservedHeld": {reason: ReasonDeploymentNotObserved, open: true, spell: 10 * time.Second, want: time.Second},
+		"OldReplicasFlowing":        {reason: ReasonOldReplicasPresent, open: false, spell: 40 * time.Second, want: 10 * time.Second},
+		"ListenersHeldBack":         {reason: ReasonListenersNotProgrammed, open: true, spell: 40 * time.Second, want: 10 * time.Second},
+		"TLSSecretMissingHeldBack":  {reason: ReasonTLSSecretMissing, open: true, spell: 40 * time.Second, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := compose.Request{Input: in, Composite: xr(tc.open), Now: now}
+			since := metav1.NewTime(now.Add(-tc.spell))
+			got := RequeueAfter(req, compose.Condition{Type: ConditionType, Reason: tc.reason}, &since, time.Time{})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("RequeueAfter(%s, spell %s, breaker open %t): -want, +got:\n%s", tc.reason, tc.spell, tc.open, diff)
 			}
 		})
 	}

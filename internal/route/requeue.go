@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 )
 
 // Requeue intervals of a ModelRoute (requeueAfter says why).
@@ -121,6 +122,15 @@ func requeueAfter(req compose.Request, p *compose.Problems, gw gatewayView, sinc
 		return d
 	}
 	switch {
+	case heldBack && p.Leads(ReasonWaitingForGateway) && gw.verdict.Reported && gateway.RollingOut(gw.verdict.Reason) && req.Now.Sub(start) < compose.FastFor:
+		// A new route on a gateway that rolls out (its own objects
+		// usually arrive meanwhile): the rollout's end changes the
+		// gateway-status ConfigMap, whose event the route's breaker
+		// drops, so only the TTL brings it. For at most compose.FastFor
+		// of the wait: a fleet of new routes on a rollout that lasts
+		// would otherwise look every second. Routes created on a gateway
+		// that serves never look every second.
+		return compose.FollowTTL
 	case heldBack:
 		return compose.HeldBackBackoff.After(start, req.Now)
 	case p.Only(ReasonWaitingForGateway) && gw.watched:
