@@ -261,6 +261,21 @@ func FuzzRunFunction(f *testing.F) {
 			}
 		}
 		desired := rsp.GetDesired().GetResources()
+		// A refused spec keeps everything as it was (compose.Refuse).
+		for _, c := range rsp.GetConditions() {
+			if c.GetReason() != "SpecRefused" {
+				continue
+			}
+			if len(desired) != len(req.GetObserved().GetResources()) {
+				t.Fatalf("a refused spec desired %d resources, observed %d", len(desired), len(req.GetObserved().GetResources()))
+			}
+			for n := range req.GetObserved().GetResources() {
+				if desired[n] == nil {
+					t.Fatalf("a refused spec no longer desires observed %q", n)
+				}
+			}
+			return
+		}
 		for n := range req.GetObserved().GetResources() {
 			if implied[n] && desired[n] == nil {
 				t.Fatalf("observed %q is implied by the spec but no longer desired", n)

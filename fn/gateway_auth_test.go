@@ -322,11 +322,14 @@ func TestGatewayAuthSpecErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := authSpec()
 			spec["auth"] = tc.auth
+			// A gateway that composed: it keeps serving, and says why not.
 			req := newRequest(t, gatewayXR(spec), authObserved(nil), nil)
-			rsp := run(t, req)
+			expectRefused(t, req, run(t, req), "GatewayReady", tc.want)
+			// A new one: Fatal, nothing to keep.
+			rsp := run(t, newRequest(t, gatewayXR(spec), nil, nil))
 			rs := rsp.GetResults()
 			if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL || !strings.Contains(rs[0].GetMessage(), tc.want) {
-				t.Fatalf("want one Fatal result containing %q, got %v", tc.want, rs)
+				t.Fatalf("a new gateway: want one Fatal result containing %q, got %v", tc.want, rs)
 			}
 			if len(rsp.GetDesired().GetResources()) != 0 {
 				t.Error("a Fatal response must leave the desired resources alone, so nothing is deleted")

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -584,5 +585,52 @@ func TestVerdictObjectsAreWatched(t *testing.T) {
 				t.Errorf("%s: spec.watch -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestGatewaySpecRefusedThenFixed follows a serving gateway through a
+// refused spec and back, reconcile by reconcile as provider-kubernetes
+// would apply each answer: the refused spec keeps every Object as it was
+// (but the gateway-status ConfigMap, which says SpecRefused), and the
+// fixed spec is GatewayReady True again at its first reconcile, with the
+// same Objects: nothing deleted, nothing new.
+func TestGatewaySpecRefusedThenFixed(t *testing.T) {
+	good := obj{"providerConfigName": "gpu-cluster-1", "replicas": 2}
+	bad := obj{"providerConfigName": "gpu-cluster-1", "replicas": 2, "failover": obj{"numRetries": 11}}
+	observed := observedGateway("203.0.113.10", true, deploymentManifest(2, 2, true, 2, 2, 2), true)
+	settleAll := func(rsp *fnv1.RunFunctionResponse) {
+		for n := range rsp.GetDesired().GetResources() {
+			o := applyDesired(t, observed[n], rsp, n)
+			live := observed[n]["status"].(obj)["atProvider"]
+			o = providerSyncs(t, o)
+			if n == "envoy-deployment" || n == "gateway" || n == "anchor-route" || strings.HasSuffix(n, "-policy") {
+				// Keep what the controllers report; the provider only
+				// re-read it.
+				o["status"].(obj)["atProvider"] = live
+			}
+			observed[n] = o
+		}
+	}
+	rsp := run(t, newRequest(t, gatewayXR(good), observed, nil))
+	if c := condition(rsp, "GatewayReady"); c.GetReason() != "Serving" {
+		t.Fatalf("before: GatewayReady %s: %s", c.GetReason(), c.GetMessage())
+	}
+	settleAll(rsp)
+	before := slices.Sorted(maps.Keys(rsp.GetDesired().GetResources()))
+
+	req := newRequest(t, gatewayXR(bad), observed, nil)
+	rsp = run(t, req)
+	expectRefused(t, req, rsp, "GatewayReady", "spec.failover.numRetries is 11")
+	settleAll(rsp)
+
+	rsp = run(t, newRequest(t, gatewayXR(good), observed, nil))
+	if c := condition(rsp, "GatewayReady"); c.GetReason() != "Serving" {
+		t.Errorf("fixed: GatewayReady %s: %s", c.GetReason(), c.GetMessage())
+	}
+	if diff := cmp.Diff(before, slices.Sorted(maps.Keys(rsp.GetDesired().GetResources()))); diff != "" {
+		t.Errorf("fixed: the desired Objects are not those before the refusal: -before, +fixed:\n%s", diff)
+	}
+	if data := manifest(rsp, "gateway-status")["data"].(obj); data["gatewayReady"] != "True" || data["reason"] != "Serving" {
+		t.Errorf("fixed: the gateway-status ConfigMap says %v", data)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -311,5 +313,53 @@ func noLeak(t *testing.T, req *fnv1.RunFunctionRequest, secrets []string, what s
 	}
 	if n := leaked(logs.String(), secrets); n > 0 {
 		t.Errorf("%s (%d of them) leaked into the logs: %s", what, n, logs.String())
+	}
+}
+
+// expectRefused checks the answer to a composite whose spec the function
+// refuses after it composed (compose.Refuse): no Fatal; one Warning and
+// the condition condType False, SpecRefused, both holding want; and every
+// observed composed resource desired exactly as observed, but the
+// gateway's gateway-status ConfigMap, which says SpecRefused.
+func expectRefused(t *testing.T, req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, condType, want string) {
+	t.Helper()
+	var warnings []string
+	for _, r := range rsp.GetResults() {
+		switch r.GetSeverity() {
+		case fnv1.Severity_SEVERITY_FATAL:
+			t.Fatalf("a Fatal result for a composite that composed before: %s", r.GetMessage())
+		case fnv1.Severity_SEVERITY_WARNING:
+			warnings = append(warnings, r.GetMessage())
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], want) {
+		t.Errorf("want one Warning containing %q, got %q", want, warnings)
+	}
+	c := condition(rsp, condType)
+	if c.GetStatus() != fnv1.Status_STATUS_CONDITION_FALSE || c.GetReason() != "SpecRefused" || !strings.Contains(c.GetMessage(), want) {
+		t.Errorf("%s is %s %s: %q, want False SpecRefused containing %q", condType, c.GetStatus(), c.GetReason(), c.GetMessage(), want)
+	}
+	desired := rsp.GetDesired().GetResources()
+	if len(desired) != len(req.GetObserved().GetResources()) {
+		t.Errorf("desired %d resources, observed %d: a refused spec must keep every one", len(desired), len(req.GetObserved().GetResources()))
+	}
+	for n, o := range req.GetObserved().GetResources() {
+		d := desired[n]
+		if d == nil {
+			t.Errorf("observed %s is no longer desired", n)
+			continue
+		}
+		want := o.GetResource().AsMap()["spec"]
+		got := d.GetResource().AsMap()["spec"]
+		if n == "gateway-status" && condType == "GatewayReady" {
+			data := got.(obj)["forProvider"].(obj)["manifest"].(obj)["data"].(obj)
+			if data["gatewayReady"] != "False" || data["reason"] != "SpecRefused" {
+				t.Errorf("the gateway-status ConfigMap says %v, want gatewayReady False, reason SpecRefused", data)
+			}
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s is not desired as observed: -observed, +desired:\n%s", n, diff)
+		}
 	}
 }

@@ -424,6 +424,9 @@ func TestModelRouteManifests(t *testing.T) {
 	}
 }
 
+// TestModelRouteFatal: a spec the function refuses is Fatal for a new
+// ModelRoute, and for one that composed keeps everything as observed with
+// RoutingReady False, SpecRefused (compose.Refuse).
 func TestModelRouteFatal(t *testing.T) {
 	many := make([]obj, 17)
 	for i := range many {
@@ -452,8 +455,8 @@ func TestModelRouteFatal(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := newRequest(t, tc.xr, observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA})
-			rsp := run(t, req)
+			// A new route: Fatal, nothing to keep.
+			rsp := run(t, newRequest(t, tc.xr, nil, map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}))
 			rs := rsp.GetResults()
 			if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL || !strings.Contains(rs[0].GetMessage(), tc.want) {
 				t.Fatalf("want one Fatal result containing %q, got %v", tc.want, rs)
@@ -461,6 +464,9 @@ func TestModelRouteFatal(t *testing.T) {
 			if len(rsp.GetDesired().GetResources()) != 0 {
 				t.Errorf("a Fatal response must pass the desired state through untouched; got %d resources", len(rsp.GetDesired().GetResources()))
 			}
+			// A route that composed: it keeps serving, and says why not.
+			req := newRequest(t, tc.xr, observedRoute(true), map[string][]obj{"gateway": gwReady, "secret-key-a": keyA})
+			expectRefused(t, req, run(t, req), "RoutingReady", tc.want)
 		})
 	}
 }

@@ -151,3 +151,58 @@ func (p *Problems) Condition(typ, okReason, okMessage string) Condition {
 	}
 	return Condition{Type: typ, Reason: p.reasons[0], Message: msg}
 }
+
+// ReasonSpecRefused is the reason of a composite's condition while the
+// function refuses its spec (Refuse).
+const ReasonSpecRefused = "SpecRefused"
+
+// Refuse is the result for a composite whose spec the function refuses
+// (refusal names the field, the value and the fix) after it has composed:
+// it keeps serving. Every observed composed resource goes back exactly as
+// observed (Implied, carried forward), the composite's status as observed,
+// its condition of type typ False with reason SpecRefused and the
+// refusal, and a Warning with the same text. ok is false when nothing was
+// composed: there is nothing to keep, and the caller answers Fatal.
+//
+// A Fatal result would keep everything too, since Crossplane then applies
+// and deletes nothing, but it leaves the condition Unknown (FatalError)
+// with no word on the composite of what to fix, and, since a Fatal drops
+// the TTL for Crossplane's error back-off, nobody that follows the
+// composite hears of it (crossplane v2.3.0 internal/controller/
+// apiextensions/composite/composition_functions.go, Compose returns the
+// Fatal as an error; reconciler.go, Reconcile).
+func Refuse(req Request, typ string, refusal error) (*Result, bool) {
+	if len(req.Observed) == 0 {
+		return nil, false
+	}
+	res := &Result{Resources: map[string]Desired{}, Implied: make(map[string]bool, len(req.Observed))}
+	for n, o := range req.Observed {
+		// crossplane render reads a YAML stream's leading comments as an
+		// observed resource without a name or a body; Crossplane never
+		// sends one.
+		res.Implied[n] = n != "" && len(o.Object()) > 0
+	}
+	c := Condition{Type: typ, Reason: ReasonSpecRefused, Message: refusal.Error()}
+	res.Conditions = []Condition{c}
+	res.Warnings = []string{refusal.Error()}
+	st := keptStatus(req.Composite)
+	st["notReadySince"] = NotReadySince(req.Composite, c, req.Now, false)
+	res.Status = st
+	return res, true
+}
+
+// keptStatus is the observed composite's status without its conditions,
+// which the response sets: Crossplane applies the desired composite's
+// status with server-side apply, the function the only owner of the fields
+// it writes, so a field left out would be removed (composition_functions.go,
+// FunctionComposer.Compose).
+func keptStatus(xr map[string]any) map[string]any {
+	st, _ := xr["status"].(map[string]any)
+	out := make(map[string]any, len(st))
+	for k, v := range st {
+		if k != "conditions" {
+			out[k] = v
+		}
+	}
+	return out
+}

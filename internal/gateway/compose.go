@@ -22,7 +22,7 @@ type Composer struct{}
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	spec, err := readSpec(req.Composite)
 	if err != nil {
-		return nil, err
+		return refuse(req, err)
 	}
 	rule, err := rollout.For(req.Input.ExtProcMarkerAnnotations)
 	if err != nil {
@@ -42,7 +42,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	secrets := b.readTLSSecrets(req)
 	callers := b.readCallers(req)
 	if err := b.checkTLSNames(callers); err != nil {
-		return nil, err
+		return refuse(req, err)
 	}
 	cc := b.readClientCert(req)
 	g := b.verdict()

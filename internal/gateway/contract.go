@@ -39,6 +39,11 @@ const ConditionType = gatewayready.ConditionType
 // reason of GatewayReady is in package gatewayready.
 const ReasonClusterAlreadyHasGateway = gatewayready.ReasonClusterAlreadyHasGateway
 
+// ReasonSpecRefused is GatewayReady's reason while the function refuses the
+// InferenceGateway's spec: the gateway keeps serving what it composed
+// before (refused.go).
+const ReasonSpecRefused = gatewayready.ReasonSpecRefused
+
 // RollingOut reports whether GatewayReady's reason is the Envoy
 // Deployment's rollout, whose end comes by itself, usually within a minute
 // (gatewayready.RollingOut).

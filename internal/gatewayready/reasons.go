@@ -7,7 +7,10 @@
 // Secret-fed features find to the evidence, and reports the verdict.
 package gatewayready
 
-import "github.com/modelplaneai/function-inference-gateway/internal/rollout"
+import (
+	"github.com/modelplaneai/function-inference-gateway/internal/compose"
+	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+)
 
 // ConditionType is the condition the function reports on an
 // InferenceGateway.
@@ -79,6 +82,10 @@ const (
 	// ReasonDeploymentNotObserved: the Envoy Deployment has not been seen,
 	// or the last look found it gone.
 	ReasonDeploymentNotObserved = "DeploymentNotObserved"
+
+	// ReasonSpecRefused: the function refuses the InferenceGateway's spec,
+	// and keeps everything composed before as it was (compose.Refuse).
+	ReasonSpecRefused = compose.ReasonSpecRefused
 
 	ReasonGenerationNotObserved = string(rollout.GenerationNotObserved)
 	ReasonExtProcMarkerMissing  = string(rollout.ExtProcMarkerMissing)

@@ -20,6 +20,12 @@ type Composer struct{}
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	spec, err := readSpec(req.Composite)
 	if err != nil {
+		// A route that composed keeps serving what it composed, and says
+		// why its spec is refused; a new one is answered Fatal, as there
+		// is nothing to keep (compose.Refuse).
+		if res, ok := compose.Refuse(req, ConditionType, err); ok {
+			return res, nil
+		}
 		return nil, err
 	}
 	name, ns, err := compositeName(req.Composite)
@@ -66,6 +72,12 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 
 	c := routingReady(&p, model, len(bs.usable), len(spec.Backends), len(tiers))
+	if gw.refused != "" {
+		res.Warnings = append(res.Warnings, gw.refused)
+		if c.Status {
+			c.Message += "; " + gw.refused
+		}
+	}
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)

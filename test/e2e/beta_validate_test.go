@@ -41,7 +41,20 @@ func TestCrossplaneBetaValidate(t *testing.T) {
 		xrds = append(xrds, xrd)
 		resources = append(resources, xrd, comp)
 	}
+	// Scenarios whose XR breaks its XRD on purpose, with what the schema
+	// says of it.
+	refused := map[string]string{}
 	for _, s := range scenarios {
+		if s.Expected != "" {
+			e, err := harness.ReadExpected(s.Expected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.SchemaRefuses != "" {
+				refused[s.XR] = e.SchemaRefuses
+				continue
+			}
+		}
 		if !slices.Contains(resources, s.XR) {
 			resources = append(resources, s.XR)
 		}
@@ -73,13 +86,27 @@ func TestCrossplaneBetaValidate(t *testing.T) {
 		"MissingProviderConfigName": {xr: "no-provider-config.yaml", want: "spec.providerConfigName: Required value"},
 		"ReplicasIsAString":         {xr: "replicas-string.yaml", want: "spec.replicas in body must be of type integer"},
 	}
+	for xr, want := range refused {
+		name := filepath.Base(filepath.Dir(filepath.Dir(xr))) + "/" + filepath.Base(filepath.Dir(xr))
+		cases["Scenario/"+name] = struct {
+			xr   string
+			want string
+		}{xr: xr, want: want}
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			xr, err := filepath.Abs(filepath.Join(goldenDir, malformedDir, tc.xr))
-			if err != nil {
-				t.Fatal(err)
+			xr := tc.xr
+			if !filepath.IsAbs(xr) {
+				var err error
+				if xr, err = filepath.Abs(filepath.Join(goldenDir, malformedDir, tc.xr)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			out, code := betaValidate(t, cache, []string{gatewayXRD}, []string{xr})
+			xrd := gatewayXRD
+			if strings.Contains(xr, string(filepath.Separator)+"route"+string(filepath.Separator)) {
+				xrd = filepath.Join(harness.ConfigurationDir(h.Examples()), "route", harness.FileXRD)
+			}
+			out, code := betaValidate(t, cache, []string{xrd}, []string{xr})
 			if code == 0 {
 				t.Errorf("crossplane beta validate accepted %s, want it rejected:\n%s", tc.xr, out)
 			}

@@ -14,6 +14,10 @@ type Expected struct {
 	Ready string `json:"ready"`
 	// Conditions are the function's conditions, by type.
 	Conditions []ExpectedCondition `json:"conditions"`
+	// SchemaRefuses says that the scenario's XR breaks its XRD's schema
+	// on purpose: it shows what the function does with a spec that an
+	// older XRD, or crossplane render, which checks nothing, lets through.
+	SchemaRefuses string `json:"schemaRefuses,omitempty"`
 }
 
 // ExpectedCondition is one condition the function reports on the XR.
