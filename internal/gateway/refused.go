@@ -48,4 +48,3 @@ func nested(m map[string]any, path ...string) (map[string]any, bool) {
 	}
 	return m, true
 }
-
