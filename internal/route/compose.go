@@ -72,12 +72,6 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 
 	c := routingReady(&p, model, len(bs.usable), len(spec.Backends), len(tiers))
-	if gw.refused != "" {
-		res.Warnings = append(res.Warnings, gw.refused)
-		if c.Status {
-			c.Message += "; " + gw.refused
-		}
-	}
 	res.Conditions = []compose.Condition{c}
 	res.Ready = c.Status
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)

@@ -33,10 +33,6 @@ type gatewayView struct {
 	// ModelRoute's status so that a later reconcile never goes back to an
 	// older one.
 	followed *v1alpha1.FollowedGateway
-	// refused, when not empty, says that the gateway refuses its spec
-	// while it serves what it composed before, and so this route, which
-	// served then: RoutingReady stays True, and a Warning says it.
-	refused string
 }
 
 // readGateway reads the InferenceGateway the ModelRoute names, and judges
@@ -77,37 +73,9 @@ func readGateway(req compose.Request) gatewayView {
 			gateway.ConditionType, conditionStatus(prev.Ready), prev.Since.UTC().Format(time.RFC3339))
 		return v
 	}
-	if servesRefused(req.Observed, verdict, prev, read) {
-		// The verdict it follows stays the one it served under, so the
-		// next reconcile finds it served too.
-		v.verdict = gateway.Verdict{Ready: true, Reported: true, Reason: gateway.ReasonSpecRefused, Since: prev.Since.Time}
-		v.refused = fmt.Sprintf("the InferenceGateway %q refuses its spec (%s: %s); it keeps serving what it composed before, and this model with it, until its spec is fixed", gwName, gateway.ReasonSpecRefused, verdict.Message)
-		_, v.watched = req.Observed[ResourceGatewayStatus]
-		return v
-	}
 	v.followed = read
 	published(req.Observed, verdict, gwName, &v)
 	return v
-}
-
-// servesRefused reports whether the gateway refuses its spec (its
-// GatewayReady, or the gateway-status ConfigMap, which either may come
-// first, says SpecRefused) while this ModelRoute last followed it ready:
-// the gateway then keeps serving everything it composed, this model's
-// route among them, and RoutingReady stays True, as is true for a caller
-// (docs/conditions.md, "A refused spec"). A route that was not routing
-// yet waits for the gateway, as for any other reason: nothing judged the
-// gateway's rollout under the refused spec.
-func servesRefused(obs map[string]remote.Observed, verdict gateway.Verdict, prev, read *v1alpha1.FollowedGateway) bool {
-	if prev == nil || !prev.Ready || prev.Name != read.Name || prev.UID != read.UID {
-		return false
-	}
-	if verdict.Reported && verdict.Reason == gateway.ReasonSpecRefused {
-		return true
-	}
-	o, ok := obs[ResourceGatewayStatus]
-	reason, _, _ := unstructured.NestedString(o.Manifest(), "data", gateway.StatusKeyReason)
-	return ok && o.Live() && reason == gateway.ReasonSpecRefused
 }
 
 // followedBefore is the gateway verdict the ModelRoute's status says it
@@ -207,6 +175,11 @@ func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name stri
 		v.why = fmt.Sprintf("the InferenceGateway %q is not %s (%s)", name, gateway.ConditionType, fromXR.Reason)
 		if fromXR.Message != "" {
 			v.why += ": " + fromXR.Message
+		}
+		if fromXR.Reason == gateway.ReasonSpecRefused {
+			// docs/conditions.md, "A refused spec": what was composed
+			// serves on, but nothing judges the gateway's rollout.
+			v.why += "; it keeps serving what it composed, this model's route among them, but its readiness is not judged until its spec is fixed"
 		}
 	}
 }

@@ -144,7 +144,7 @@ func TestControlPlane(t *testing.T) {
 		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
 		{"5f_TLS", sc.tlsScenario},
 		{"5g_AIGatewayDown", sc.aiGatewayDown},
-		{"5h_GatewayNotReporting", sc.gatewayNotReporting},
+		{"5h_GatewaySpecRefused", sc.gatewaySpecRefused},
 		{"5i_ProviderWithoutWatches", sc.watchesOff},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},

@@ -262,7 +262,7 @@ type soak struct {
 	image       string // AI Gateway's ext-proc image now
 	next        int    // the next route's number
 	rollouts    int
-	fatal       bool   // the gateway's spec is refused now
+	refused     bool   // the gateway's spec is refused now
 	drain       string // the gateway's spec.envoy.drainTimeout now; "" for the default
 	lastFaultAt time.Time
 	// now is the planned time of the event being run.
@@ -390,7 +390,7 @@ func (s *soak) run(d time.Duration) {
 		t.Logf("the soak's time is up: %s now", p.what)
 		p.do()
 	}
-	if s.fatal {
+	if s.refused {
 		s.fixSpec()
 	}
 	s.lastFaultAt = time.Now()
@@ -468,7 +468,7 @@ func (s *soak) doFault() {
 		s.restartAPIServer(s.gap(s.faults, 1, 5))
 	case k == 8 && !s.busy["ai-gateway"] && len(s.busy) > 0:
 		s.rollout()
-	case k == 9 && !s.fatal:
+	case k == 9 && !s.refused:
 		s.refuseSpec(s.gap(s.faults, 10, 60))
 	default:
 		// The drawn fault cannot start now (its victim is already in
@@ -528,20 +528,21 @@ func (s *soak) rollout() {
 }
 
 // refuseSpec sets a spec.connection.bufferLimit the function refuses, so
-// the gateway's every reconcile answers Fatal, and fixes it after d.
+// that the gateway says SpecRefused and keeps serving what it composed
+// (scenario 5h), and fixes it after d.
 func (s *soak) refuseSpec(d time.Duration) {
-	s.fatal = true
-	s.count("fatal-spec", "spec.connection.bufferLimit %s for %s", bufferLimitRefused, d.Round(time.Second))
+	s.refused = true
+	s.count("refused-spec", "spec.connection.bufferLimit %s for %s", bufferLimitRefused, d.Round(time.Second))
 	s.sc.patchGateway(s.t, fmt.Sprintf(`{"spec":{"connection":{"bufferLimit":%q}}}`, bufferLimitRefused))
 	s.later(d, "fix spec.connection.bufferLimit", s.fixSpec)
 }
 
 // fixSpec removes the refused bufferLimit again.
 func (s *soak) fixSpec() {
-	if !s.fatal {
+	if !s.refused {
 		return
 	}
-	s.fatal = false
+	s.refused = false
 	s.sc.patchGateway(s.t, `{"spec":{"connection":{"bufferLimit":null}}}`)
 }
 

@@ -546,6 +546,16 @@ var expected = map[struct{ scenario, rule string }]string{
 // restoring API-key Secrets, and checks invariants 1, 3, 5, 6 and 9 at every
 // step, 7 at every deletion, 8 at every translation by Envoy Gateway, and
 // liveness (4) once the churn stops.
+// composed reports whether the composite has Objects in the world.
+func (w *world) composed(x *xr) bool {
+	for _, o := range w.objects {
+		if o.owner == x.key() {
+			return true
+		}
+	}
+	return false
+}
+
 func TestRandomChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the model runs thousands of reconciles")
@@ -618,11 +628,42 @@ func TestRandomChurn(t *testing.T) {
 				}
 			},
 		}
+		// A spec the function refuses, set and fixed again: the gateway's
+		// (numRetries over 10) and the route qwen's (a weight of 0),
+		// once each has composed. A composite that composed keeps
+		// everything and says SpecRefused (compose.Refuse); a Fatal here
+		// is a violation (reconcile).
+		refused := map[*xr]bool{}
+		refuse := func(x *xr, set func(map[string]any), fix func(map[string]any)) func() {
+			return func() {
+				if x == nil || x.deleted || !w.composed(x) {
+					return
+				}
+				if refused[x] {
+					fix(x.spec)
+				} else {
+					set(x.spec)
+				}
+				refused[x] = !refused[x]
+			}
+		}
+		first := func(m map[string]any) map[string]any { return m["backends"].([]any)[0].(map[string]any) }
+		disturbances = append(disturbances,
+			refuse(w.gateway, func(m map[string]any) { m["failover"] = map[string]any{"numRetries": float64(11)} }, func(m map[string]any) { delete(m, "failover") }),
+			refuse(w.routes["qwen"], func(m map[string]any) { first(m)["weight"] = float64(0) }, func(m map[string]any) { delete(first(m), "weight") }),
+		)
 		for i := range 400 {
 			if w.dep != nil && i%25 == 24 {
 				disturbances[w.rng.IntN(len(disturbances))]()
 			}
 			w.step(nil)
+		}
+		// The refused specs are fixed, as someone would.
+		for x := range refused {
+			delete(x.spec, "failover")
+			if bs, ok := x.spec["backends"].([]any); ok {
+				delete(bs[0].(map[string]any), "weight")
+			}
 		}
 		// Deleted routes stay deleted; the rest must all become ready.
 		if !w.quiet(80) {

@@ -1,0 +1,125 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/route"
+)
+
+// bufferLimitRefused is a spec.connection.bufferLimit the XRD's pattern
+// admits and the function refuses (it must be from 32Ki to 4095Mi, what
+// Envoy Gateway accepts).
+const bufferLimitRefused = "8Gi"
+
+// refusedMessage is what a route says of its gateway while the gateway
+// refuses its spec (route/gatewayview.go, published).
+const refusedMessage = "is not GatewayReady (" + gateway.ReasonSpecRefused + ")"
+
+// gatewaySpecRefused is scenario 5h (issue 47): a person sets
+// spec.connection.bufferLimit out of range on the serving gateway. The
+// function refuses the spec and keeps the gateway serving: GatewayReady
+// False, reason SpecRefused, naming the field; nothing on the gateway
+// cluster changes but the gateway-status ConfigMap, which says
+// SpecRefused. The serving route hears of it through the ConfigMap's
+// watch, not at its TTL, and says RoutingReady=False, WaitingForGateway,
+// naming the gateway and the refusal (docs/conditions.md, "A refused
+// spec", says why False). The time from the change to the route's False
+// is recorded as route-follows-refused-gateway-s. Once the spec is fixed
+// the gateway is GatewayReady again, the route follows, and nothing is
+// re-created.
+func (sc *scenarios) gatewaySpecRefused(t *testing.T) {
+	c, w := sc.c, sc.w
+	before, err := sc.gatewayState(sc.ctx)
+	must(t, err)
+	xr := sc.gatewayXR(sc.ctx)
+	if s := wantCondition(xr, gateway.ConditionType, "True"); s != "" {
+		t.Fatalf("the gateway is not serving before scenario 5h: %s", s)
+	}
+	// What it was, or null to remove it again.
+	var good any
+	if v, ok, _ := unstructured.NestedString(xr.Object, "spec", "connection", "bufferLimit"); ok {
+		good = v
+	}
+	patchLimit := func(v any) {
+		t.Helper()
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"connection": map[string]any{"bufferLimit": v}}})
+		must(t, err)
+		if _, err := c.dyn.Resource(gvrInferenceGW).Patch(sc.ctx, gatewayXRName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("cannot set spec.connection.bufferLimit to %v: %v", v, err)
+		}
+	}
+
+	start := time.Now()
+	patchLimit(bufferLimitRefused)
+	fixed := false
+	defer func() {
+		if !fixed {
+			patchLimit(good)
+		}
+	}()
+	sc.eventually(t, waitSettle, "GatewayReady=False (SpecRefused) naming spec.connection.bufferLimit", func(ctx context.Context) string {
+		u := sc.gatewayXR(ctx)
+		if s := wantCondition(u, gateway.ConditionType, "False"); s != "" {
+			return s
+		}
+		msg := fmt.Sprint(condition(u, gateway.ConditionType)["message"])
+		if r := conditionReason(u, gateway.ConditionType); r != gateway.ReasonSpecRefused || !strings.Contains(msg, "spec.connection.bufferLimit") {
+			return fmt.Sprintf("GatewayReady=False (%s): %s", r, msg)
+		}
+		return ""
+	})
+	sc.eventually(t, waitRoute, "the route RoutingReady=False (WaitingForGateway) naming the gateway's refusal", func(ctx context.Context) string {
+		u, err := sc.get(ctx, gvrModelRoute, teamControlNS, routeName)
+		if err != nil {
+			return err.Error()
+		}
+		msg := fmt.Sprint(condition(u, route.ConditionType)["message"])
+		if st, rs := conditionStatus(u, route.ConditionType), conditionReason(u, route.ConditionType); st != "False" || rs != route.ReasonWaitingForGateway || !strings.Contains(msg, refusedMessage) || !strings.Contains(msg, `"`+gatewayXRName+`"`) {
+			return fmt.Sprintf("RoutingReady=%s (%s): %s", st, rs, msg)
+		}
+		return ""
+	})
+	down, ok := firstAfter(w.routeTransitions(teamControlNS, routeName), start, "False")
+	if !ok {
+		t.Fatal("the watcher saw no RoutingReady=False transition of the model route")
+	}
+	follow := down.Sub(start)
+	t.Logf("scenario 5h: %.1fs after the refused bufferLimit, RoutingReady=False naming the gateway's refusal", follow.Seconds())
+	sc.sp.record("scenario-5h", "route-follows-refused-gateway-s", seconds(follow))
+	after, err := sc.gatewayState(sc.ctx)
+	must(t, err)
+	// The gateway-status ConfigMap is the one Object that changes: it
+	// says SpecRefused.
+	delete(before, "Object gateway-status")
+	delete(after, "Object gateway-status")
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the gateway changed while its spec was refused: before %v, after %v", before, after)
+	}
+
+	fixedAt := time.Now()
+	patchLimit(good)
+	fixed = true
+	sc.eventually(t, waitRoute, "GatewayReady and RoutingReady True once the spec is fixed", func(ctx context.Context) string {
+		if s := wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True"); s != "" {
+			return "the gateway: " + s
+		}
+		u, err := sc.get(ctx, gvrModelRoute, teamControlNS, routeName)
+		if err != nil {
+			return err.Error()
+		}
+		return wantCondition(u, route.ConditionType, "True")
+	})
+	sc.recordRecovery(t, "5h", "the fix", fixedAt)
+	sc.noDeletions(t)
+	w.check(t)
+}
