@@ -59,6 +59,14 @@ func (sc *scenarios) gatewaySpecRefused(t *testing.T) {
 		}
 	}
 
+	// Whether the route's breaker holds its events back decides how soon
+	// it can hear: within a watch event when closed, at its TTL (30 s
+	// while True, route.HeldBackRoutingRequeue) or the breaker's one event
+	// in 30 s when open.
+	heldBack := 0.0
+	if r, err := sc.get(sc.ctx, gvrModelRoute, teamControlNS, routeName); err == nil && conditionStatus(r, "Responsive") == "False" {
+		heldBack = 1
+	}
 	start := time.Now()
 	patchLimit(bufferLimitRefused)
 	fixed := false
@@ -94,8 +102,9 @@ func (sc *scenarios) gatewaySpecRefused(t *testing.T) {
 		t.Fatal("the watcher saw no RoutingReady=False transition of the model route")
 	}
 	follow := down.Sub(start)
-	t.Logf("scenario 5h: %.1fs after the refused bufferLimit, RoutingReady=False naming the gateway's refusal", follow.Seconds())
+	t.Logf("scenario 5h: %.1fs after the refused bufferLimit, RoutingReady=False naming the gateway's refusal (the route's breaker open: %t)", follow.Seconds(), heldBack == 1)
 	sc.sp.record("scenario-5h", "route-follows-refused-gateway-s", seconds(follow))
+	sc.sp.record("scenario-5h", "route-held-back-at-refusal", heldBack)
 	after, err := sc.gatewayState(sc.ctx)
 	must(t, err)
 	// The gateway-status ConfigMap is the one Object that changes: it
