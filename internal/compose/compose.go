@@ -4,6 +4,7 @@
 package compose
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -175,13 +176,7 @@ func Refuse(req Request, typ string, refusal error) (*Result, bool) {
 	if len(req.Observed) == 0 {
 		return nil, false
 	}
-	res := &Result{Resources: map[string]Desired{}, Implied: make(map[string]bool, len(req.Observed))}
-	for n, o := range req.Observed {
-		// crossplane render reads a YAML stream's leading comments as an
-		// observed resource without a name or a body; Crossplane never
-		// sends one.
-		res.Implied[n] = n != "" && len(o.Object()) > 0
-	}
+	res := &Result{Resources: map[string]Desired{}, Implied: KeepObserved(req)}
 	c := Condition{Type: typ, Reason: ReasonSpecRefused, Message: refusal.Error()}
 	res.Conditions = []Condition{c}
 	res.Warnings = []string{refusal.Error()}
@@ -189,6 +184,19 @@ func Refuse(req Request, typ string, refusal error) (*Result, bool) {
 	st["notReadySince"] = NotReadySince(req.Composite, c, req.Now, false)
 	res.Status = st
 	return res, true
+}
+
+// KeepObserved implies every observed composed resource but those named
+// in drop: carried forward as observed, none deleted.
+func KeepObserved(req Request, drop ...string) map[string]bool {
+	out := make(map[string]bool, len(req.Observed))
+	for n, o := range req.Observed {
+		// crossplane render reads a YAML stream's leading comments as an
+		// observed resource without a name or a body; Crossplane never
+		// sends one.
+		out[n] = n != "" && len(o.Object()) > 0 && !slices.Contains(drop, n)
+	}
+	return out
 }
 
 // keptStatus is the observed composite's status without its conditions,

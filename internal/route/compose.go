@@ -104,10 +104,7 @@ func refusedModel(model, ns, gateway string, gw *gateway.RouteView) string {
 // fixed. RoutingReady says why and how to fix it.
 func refuseModel(req compose.Request, res *compose.Result, model, why string) {
 	res.Resources = map[string]compose.Desired{}
-	res.Implied = make(map[string]bool, len(req.Observed))
-	for n := range req.Observed {
-		res.Implied[n] = n != ResourceRoute
-	}
+	res.Implied = compose.KeepObserved(req, ResourceRoute)
 	var p compose.Problems
 	p.Add(ReasonModelNameRefused, why)
 	c := p.Condition(ConditionType, ReasonAccepted, "")
