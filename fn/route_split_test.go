@@ -184,6 +184,25 @@ func TestNewBackendOverReconciles(t *testing.T) {
 	}
 }
 
+// judgedHTTPRoute is namedHTTPRoute at generation, its status judged by
+// Envoy Gateway at judged.
+func judgedHTTPRoute(generation, judged float64, refs ...string) obj {
+	o := namedHTTPRoute(refs...)
+	m := o["status"].(obj)["atProvider"].(obj)["manifest"].(obj)
+	md, _ := m["metadata"].(obj)
+	if md == nil {
+		md = obj{}
+		m["metadata"] = md
+	}
+	md["generation"] = generation
+	for _, p := range m["status"].(obj)["parents"].([]any) {
+		for _, c := range p.(obj)["conditions"].([]any) {
+			c.(obj)["observedGeneration"] = judged
+		}
+	}
+	return o
+}
+
 // TestRemovedBackendKeptWhileHTTPRouteNamesIt: a backend removed from the
 // spec keeps its Backend while the HTTPRoute Envoy Gateway translates
 // still names it, even after the AIGatewayRoute stopped naming it: AI
@@ -213,6 +232,15 @@ func TestRemovedBackendKeptWhileHTTPRouteNamesIt(t *testing.T) {
 				return object("httproute", o["status"].(obj)["atProvider"].(obj)["manifest"].(obj), false, true)
 			}(),
 			wantB: true,
+		},
+		"HTTPRouteNotJudgedYet": {
+			reason:    "The HTTPRoute no longer names b, at generation 3, but Envoy Gateway has judged only generation 2, which named b, and may still translate it: b's objects stay.",
+			httpRoute: judgedHTTPRoute(3, 2, "qwen-a"),
+			wantB:     true,
+		},
+		"HTTPRouteJudged": {
+			reason:    "Envoy Gateway has judged generation 3, which no longer names b: b's objects go.",
+			httpRoute: judgedHTTPRoute(3, 3, "qwen-a"),
 		},
 		"HTTPRouteObjectNotCreatedYet": {
 			reason: "No HTTPRoute Object observed: it has not been created yet, so no HTTPRoute generated from this route can name b: b's objects go.",

@@ -36,7 +36,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	inRoute := observedBackendRefs(req)
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},
-		Implied:      implied(spec, inRoute, name, req.Observed),
+		Implied:      implied(spec, req.Input, inRoute, name, req.Observed),
 		Requirements: requirements(req, spec, apiVersion, ns),
 	}
 	model := spec.ModelName(ns, name)

@@ -49,15 +49,19 @@ const (
 // AIServiceBackend that the serving route still points at makes AI Gateway
 // reject the route and Envoy Gateway answer 500 until the new route is
 // applied. They go once the route no longer names them, and only while
-// the HTTPRoute AI Gateway generated is observed live: while its Object's
-// last look failed (the HTTPRoute was being regenerated, and without
-// provider watches the Object looks again only at its poll), what Envoy
-// Gateway translates is unknown, and may still name them. The model found
-// that window (test/sim, invariant 8). An Object not observed at all has
-// not been created yet: the route's first reconcile composes it.
-func implied(s *v1alpha1.ModelRouteSpec, inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
+// the HTTPRoute AI Gateway generated is observed live, and Envoy Gateway
+// has judged its current generation (upstream.RouteJudged): while its
+// Object's last look failed (the HTTPRoute was being regenerated, and
+// without provider watches the Object looks again only at its poll), or
+// while Envoy Gateway has not yet translated the HTTPRoute that no longer
+// names them (its own cache of the HTTPRoute can lag the provider's),
+// what Envoy Gateway translates may still name them, and a Backend
+// deleted then is an invalid destination. The model found the first
+// window (test/sim, invariant 8). An Object not observed at all has not been
+// created yet: the route's first reconcile composes it.
+func implied(s *v1alpha1.ModelRouteSpec, in *v1beta1.Input, inRoute map[string]bool, route string, observed map[string]remote.Observed) map[string]bool {
 	hr, ok := observed[ResourceHTTPRoute]
-	known := !ok || hr.Live()
+	known := !ok || hr.Live() && upstream.RouteJudged(hr.LiveAt("status"), in.GatewayNamespace, in.GatewayName, hr.LiveGeneration())
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
 	for _, b := range s.Backends {
 		k := place(route, b.Name).key

@@ -154,6 +154,40 @@ func PolicyAccepted(status any, ns, name string) (*metav1.Condition, error) {
 	return nil, nil
 }
 
+// RouteJudged reports whether Envoy Gateway has judged the HTTPRoute at
+// generation for the Gateway ns/name: some status.parents entry of that
+// Gateway carries Accepted and ResolvedRefs conditions whose
+// observedGeneration is generation or later. Gateway API has each
+// controller set a condition's observedGeneration to the generation it
+// judged (gateway-api v1.5.1 apis/v1/shared_types.go, RouteParentStatus;
+// metav1.Condition.ObservedGeneration), so until then Envoy Gateway may
+// still translate an earlier generation. An object without a generation
+// (0) cannot tell, and is taken as judged.
+func RouteJudged(status any, ns, name string, generation int64) bool {
+	if generation == 0 {
+		return true
+	}
+	st := &gwapiv1.HTTPRouteStatus{}
+	if decode.Into("the HTTPRoute", "status", status, st) != nil {
+		return false
+	}
+	for _, p := range st.Parents {
+		r := p.ParentRef
+		if string(r.Name) != name || r.Namespace == nil || string(*r.Namespace) != ns {
+			continue
+		}
+		judged := true
+		for _, t := range []gwapiv1.RouteConditionType{gwapiv1.RouteConditionAccepted, gwapiv1.RouteConditionResolvedRefs} {
+			c := meta.FindStatusCondition(p.Conditions, string(t))
+			judged = judged && c != nil && c.ObservedGeneration >= generation
+		}
+		if judged {
+			return true
+		}
+	}
+	return false
+}
+
 // RouteParentConditions returns the conditions Envoy Gateway wrote in an
 // HTTPRoute's status (as decode.Into takes it) for its parent Gateway
 // ns/name and, unless

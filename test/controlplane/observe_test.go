@@ -306,7 +306,11 @@ func (w *world) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	w.deletions = append(w.deletions, d)
 	w.mu.Unlock()
 	if !d.allowed {
-		w.violate("unexpected deletion of %s %s/%s", gvr.Resource, u.GetNamespace(), u.GetName())
+		what := ""
+		if n := u.GetAnnotations()[annotationResourceName]; n != "" {
+			what = fmt.Sprintf(" (%s of %s)", n, u.GetLabels()[labelComposite])
+		}
+		w.violate("unexpected deletion of %s %s/%s%s", gvr.Resource, u.GetNamespace(), u.GetName(), what)
 	}
 }
 

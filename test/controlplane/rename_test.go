@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -129,7 +130,7 @@ func (sc *scenarios) watchTargets(route string) *targetWatch {
 				}
 			}
 			if mr, err := sc.get(ctx, gvrModelRoute, teamControlNS, route); err == nil && conditionStatus(mr, "RoutingReady") == "False" {
-				fault("the ModelRoute %s is RoutingReady=False (%s)", route, conditionReason(mr, "RoutingReady"))
+				fault("the ModelRoute %s is RoutingReady=False (%s): %v", route, conditionReason(mr, "RoutingReady"), condition(mr, "RoutingReady")["message"])
 			}
 			select {
 			case <-ctx.Done():
@@ -233,6 +234,11 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 		if _, err := sc.get(ctx, gvrBackend, w.teamNS, oldName); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the Backend %s is still there (%v)", oldName, err)
 		}
+		for _, key := range []string{"backend-" + renamedBackend, "aibackend-" + renamedBackend} {
+			if o := sc.composedObject(ctx, teamControlNS, renamedRoute, key); o != nil {
+				return fmt.Sprintf("the Object %s (%s) is still there", o.GetName(), key)
+			}
+		}
 		mr, err := sc.get(ctx, gvrModelRoute, teamControlNS, renamedRoute)
 		if err != nil {
 			return err.Error()
@@ -241,17 +247,35 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 	})
 	moved := time.Since(start)
 	faults, seen := tw.end()
+	keys := sc.objectKeys(sc.ctx, renamedRoute)
 	for _, f := range faults {
 		t.Errorf("while the backend's objects moved: %s", f)
 	}
-	t.Logf("the route moved from %s to %s in %s after the upgrade; its backendRefs were, in turn: %v", oldName, newName, moved.Round(time.Millisecond), seen)
+	t.Logf("the route moved from %s to %s in %s after the upgrade; its backendRefs were, in turn: %v; its Objects are %v", oldName, newName, moved.Round(time.Millisecond), seen, keys)
 	sc.sp.record("backend-renamed", "moved-after-upgrade", seconds(moved))
 
 	why := "scenario 5b3 deletes its ModelRoute"
 	for _, res := range []string{"backends", "aiservicebackends"} {
 		w.allow(allowance{reason: why + ": its objects on the gateway cluster go with it", resource: res, namespace: w.teamNS, name: newName})
 	}
+	// Any Object of the route, by its label: one a reconcile created just
+	// before the deletion has a name nobody listed (allowance.composite).
+	w.allow(allowance{reason: why + ": its Objects go with it", resource: "objects", namespace: teamControlNS, composite: renamedRoute})
 	sc.deleteRoute(t, renamedRoute, why)
 	sc.noDeletions(t)
 	w.check(t)
+}
+
+// objectKeys are the composition resource names of the composite's Objects.
+func (sc *scenarios) objectKeys(ctx context.Context, composite string) []string {
+	l, err := sc.c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + composite})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, o := range l.Items {
+		out = append(out, o.GetAnnotations()[annotationResourceName])
+	}
+	slices.Sort(out)
+	return out
 }
