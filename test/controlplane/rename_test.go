@@ -263,10 +263,21 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 	for _, a := range []allowance{
 		{reason: "scenario 5b3 renames a backend: its old Backend goes once the route no longer names it", resource: "backends", namespace: w.teamNS, name: oldName},
 		{reason: "scenario 5b3 renames a backend: its old AIServiceBackend goes once the route no longer names it", resource: "aiservicebackends", namespace: w.teamNS, name: oldName},
-		{reason: "scenario 5b3 renames a backend: the Objects of its old names go", resource: "objects", namespace: teamControlNS, composite: renamedRoute, resourceName: "backend-" + renamedBackend},
-		{reason: "scenario 5b3 renames a backend: the Objects of its old names go", resource: "objects", namespace: teamControlNS, composite: renamedRoute, resourceName: "aibackend-" + renamedBackend},
 	} {
 		w.allow(a)
+	}
+	// The Objects of the old names, by name: Crossplane's garbage
+	// collector removes an Object's composite label before it deletes it
+	// (crossplane v2.3.0 internal/controller/apiextensions/composite/
+	// composition_functions.go, GarbageCollectComposedResources), and the
+	// provider finishes the deletion at its own pace, maybe scenarios
+	// later.
+	for _, key := range []string{"backend-" + renamedBackend, "aibackend-" + renamedBackend} {
+		o := sc.composedObject(sc.ctx, teamControlNS, renamedRoute, key)
+		if o == nil {
+			t.Fatalf("the previous function composed no %s Object", key)
+		}
+		w.allow(allowance{reason: "scenario 5b3 renames a backend: the Object of its old name goes", resource: "objects", namespace: teamControlNS, name: o.GetName()})
 	}
 	start := time.Now()
 	sc.swapFunction(t, current)
@@ -285,9 +296,10 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 		if _, err := sc.get(ctx, gvrBackend, w.teamNS, oldName); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the Backend %s is still there (%v)", oldName, err)
 		}
+		// Garbage collected: no longer labelled as the route's.
 		for _, key := range []string{"backend-" + renamedBackend, "aibackend-" + renamedBackend} {
 			if o := sc.composedObject(ctx, teamControlNS, renamedRoute, key); o != nil {
-				return fmt.Sprintf("the Object %s (%s) is still there", o.GetName(), key)
+				return fmt.Sprintf("the Object %s (%s) is still the route's", o.GetName(), key)
 			}
 		}
 		mr, err := sc.get(ctx, gvrModelRoute, teamControlNS, renamedRoute)
