@@ -25,7 +25,10 @@ func readInput(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 		}
 	}
 	in = in.WithDefaults()
-	return in, in.Validate()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // observe converts the request into the composer's view, once.

@@ -93,7 +93,7 @@ func TestRenamedBackendMoves(t *testing.T) {
 		refs := backendRefs(t, rsp)
 		var named []string
 		for _, r := range refs {
-			n := strings.Split(r, ":")[0]
+			n, _, _ := strings.Cut(r, ":")
 			named = append(named, n)
 			if !live[n] {
 				t.Fatalf("reconcile %d: the route names %q, which is no AIServiceBackend on the gateway cluster (there are %v)", step, n, slices.Sorted(maps.Keys(live)))

@@ -139,6 +139,20 @@ func previousLeft(req compose.Request) ([]*unstructured.Unstructured, bool) {
 	return out, resolved
 }
 
+// notComposing is the result of an InferenceGateway that does not compose
+// its cluster, which another serves (lose) or whose previous gateway's
+// Objects remain (waitForPrevious), or nil when it has won the cluster.
+func notComposing(req compose.Request, cl cluster, providerConfig, apiVersion string) *compose.Result {
+	switch cl.Outcome {
+	case claim.Lost:
+		return lose(req, cl, providerConfig, apiVersion)
+	case claim.WaitForPrevious:
+		return waitForPrevious(req, cl, providerConfig, apiVersion)
+	case claim.Won:
+	}
+	return nil
+}
+
 // lose is the result of an InferenceGateway that lost its cluster to
 // winner: nothing composed on that cluster, GatewayReady False with
 // ClusterAlreadyHasGateway, and the winner's name in status.clusterGateway

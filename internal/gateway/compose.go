@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
-	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -30,13 +29,8 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
 	cl := clusterOf(req, spec.ProviderConfigName)
-	switch cl.Outcome {
-	case claim.Lost:
-		return lose(req, cl, spec.ProviderConfigName, apiVersion), nil
-	case claim.WaitForPrevious:
-		return waitForPrevious(req, cl, spec.ProviderConfigName, apiVersion), nil
-	case claim.Won:
-		// It composes the cluster: below.
+	if res := notComposing(req, cl, spec.ProviderConfigName, apiVersion); res != nil {
+		return res, nil
 	}
 	b := builder{in: req.Input, spec: spec}
 	secrets := b.readTLSSecrets(req)

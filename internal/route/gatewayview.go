@@ -172,16 +172,22 @@ func published(obs map[string]remote.Observed, fromXR gateway.Verdict, name stri
 		v.why = fmt.Sprintf("the gateway-status ConfigMap on the gateway cluster says gatewayReady=%s (%s) while the InferenceGateway %q says %s=%s (%s); one of the two is behind: the ConfigMap's Object follows within a watch event when provider-kubernetes runs with --enable-watches, only at its --poll otherwise",
 			ready, reason, name, gateway.ConditionType, conditionStatus(fromXR.Ready), fromXR.Reason)
 	case !fromXR.Ready:
-		v.why = fmt.Sprintf("the InferenceGateway %q is not %s (%s)", name, gateway.ConditionType, fromXR.Reason)
-		if fromXR.Message != "" {
-			v.why += ": " + fromXR.Message
-		}
-		if fromXR.Reason == gateway.ReasonSpecRefused {
-			// docs/conditions.md, "A refused spec": what was composed
-			// serves on, but nothing judges the gateway's rollout.
-			v.why += "; it keeps serving what it composed, this model's route among them, but its readiness is not judged until its spec is fixed"
-		}
+		v.why = notReady(name, fromXR)
 	}
+}
+
+// notReady says why the InferenceGateway name is not ready, by its verdict.
+func notReady(name string, fromXR gateway.Verdict) string {
+	why := fmt.Sprintf("the InferenceGateway %q is not %s (%s)", name, gateway.ConditionType, fromXR.Reason)
+	if fromXR.Message != "" {
+		why += ": " + fromXR.Message
+	}
+	if fromXR.Reason == gateway.ReasonSpecRefused {
+		// docs/conditions.md, "A refused spec": what was composed serves
+		// on, but nothing judges the gateway's rollout.
+		why += "; it keeps serving what it composed, this model's route among them, but its readiness is not judged until its spec is fixed"
+	}
+	return why
 }
 
 // conditionStatus spells a condition's status.

@@ -135,24 +135,8 @@ func (s *InferenceGatewaySpec) validateBackendTLS() error {
 	if (c.IssuerRef == nil) == (c.CASecretRef == nil) {
 		return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate needs exactly one of issuerRef and caSecretRef")
 	}
-	if r := c.IssuerRef; r != nil {
-		if r.Name == "" {
-			return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name is empty; name a cert-manager Issuer or ClusterIssuer")
-		}
-		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name %q is not an issuer name (%s); name a cert-manager Issuer or ClusterIssuer", r.Name, strings.Join(errs, "; "))
-		}
-		if r.Kind != "" && r.Kind != KindIssuer && r.Kind != KindClusterIssuer {
-			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.kind is %q; set Issuer or ClusterIssuer", r.Kind)
-		}
-	}
-	if r := c.CASecretRef; r != nil && r.Name == "" {
-		return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name is empty; name a kubernetes.io/tls Secret")
-	}
-	if r := c.CASecretRef; r != nil {
-		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name %q is not a Secret name (%s); name a kubernetes.io/tls Secret", r.Name, strings.Join(errs, "; "))
-		}
+	if err := c.validateRefs(); err != nil {
+		return err
 	}
 	d, r, err := c.Durations()
 	if err != nil {
@@ -169,6 +153,31 @@ func (s *InferenceGatewaySpec) validateBackendTLS() error {
 	}
 	if r >= d {
 		return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.renewBefore %s is not less than its duration %s; cert-manager would refuse the Certificate", r, d)
+	}
+	return nil
+}
+
+// validateRefs checks the issuerRef or caSecretRef: names cert-manager and
+// the API server take.
+func (c *ClientCertificate) validateRefs() error {
+	if r := c.IssuerRef; r != nil {
+		if r.Name == "" {
+			return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name is empty; name a cert-manager Issuer or ClusterIssuer")
+		}
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.name %q is not an issuer name (%s); name a cert-manager Issuer or ClusterIssuer", r.Name, strings.Join(errs, "; "))
+		}
+		if r.Kind != "" && r.Kind != KindIssuer && r.Kind != KindClusterIssuer {
+			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.issuerRef.kind is %q; set Issuer or ClusterIssuer", r.Kind)
+		}
+	}
+	if r := c.CASecretRef; r != nil {
+		if r.Name == "" {
+			return errors.New("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name is empty; name a kubernetes.io/tls Secret")
+		}
+		if errs := validation.IsDNS1123Subdomain(r.Name); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.backendTLS.clientCertificate.caSecretRef.name %q is not a Secret name (%s); name a kubernetes.io/tls Secret", r.Name, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }

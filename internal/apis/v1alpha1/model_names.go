@@ -33,7 +33,7 @@ const MaxUnprefixedNamespaces = 256
 // ASCII, without control characters (a CR or LF would end the header AI
 // Gateway matches the model on) and without leading or trailing spaces,
 // which HTTP strips from a header value, so the route would never match.
-var modelName = regexp.MustCompile(`^[!-~]([ -~]*[!-~])?$`)
+var modelName = regexp.MustCompile(`^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$`)
 
 // ModelNames says which namespaces' ModelRoutes may serve model names
 // outside every namespace's space.

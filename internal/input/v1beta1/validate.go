@@ -16,7 +16,7 @@ import (
 // HeaderName is an HTTP header name as Gateway API takes it in a header
 // match (sigs.k8s.io/gateway-api v1.5.1 apis/v1/shared_types.go,
 // HTTPHeaderName: RFC 7230's token).
-var HeaderName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+\\-.^_\\x60|~]+$")
+var HeaderName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+\-.^_\x60|~]+$`)
 
 // Validate checks an Input with its defaults applied (WithDefaults): what
 // its CRD's schema says, for crossplane render, which never checks a
