@@ -34,6 +34,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -251,6 +252,7 @@ func requests(t *testing.T, root string) []expectation {
 	}
 
 	route := ex("route/xr.yaml")[0]
+	routeName := route["metadata"].(map[string]any)["name"].(string)
 	spec := route["spec"].(map[string]any)
 	base := spec["backends"].([]any)
 	var backends []any
@@ -282,7 +284,14 @@ func requests(t *testing.T, root string) []expectation {
 				if !strings.HasPrefix(bn, source+"-") || prefix == "credential" && bm["apiKey"] == nil {
 					continue
 				}
-				rt.Observed.Resources[prefix+"-"+bn] = &fnv1.Resource{Resource: st(t, o)}
+				// A dashed backend name is one the function renamed; its
+				// objects are composed under keys that end in ".v2"
+				// (internal/route/names.go).
+				key := prefix + "-" + bn
+				if names.BackendRenamed(routeName, bn) {
+					key += ".v2"
+				}
+				rt.Observed.Resources[key] = &fnv1.Resource{Resource: st(t, o)}
 			}
 		}
 	}
