@@ -103,7 +103,7 @@ golden:
 # Benchmarks in process: compare runs with benchstat.
 .PHONY: bench
 bench:
-	go test -run '^$$' -bench . -skip '^BenchmarkGRPC$$' -benchmem -count 6 ./fn/ ./internal/decode/ ./internal/rollout/
+	go test -run '^$$' -bench . -skip '^BenchmarkGRPC$$' -benchmem -count 6 ./fn/ ./internal/decode/ ./internal/rollout/ ./internal/structcache/
 
 # One RunFunction call over loopback gRPC, served as cmd/function serves it,
 # beside the protocol floor (a function that returns response.To) fed the

@@ -18,6 +18,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/internal/structcache"
 )
 
 // Function composes InferenceGateways and ModelRoutes.
@@ -26,7 +27,9 @@ type Function struct {
 
 	log       logging.Logger
 	composers map[string]compose.Composer
-	structs   *structCache
+	// structs builds the response's Structs and keeps them, encoded, from
+	// one reconcile to the next; nil builds every one afresh.
+	structs *structcache.Cache
 	// now is the clock; tests set it.
 	now func() time.Time
 }
@@ -35,7 +38,7 @@ type Function struct {
 func New(log logging.Logger) *Function {
 	return &Function{
 		log:     log,
-		structs: newStructCache(),
+		structs: structcache.New(),
 		now:     time.Now,
 		// Dispatch is by kind alone, never by API group, so a platform team
 		// can serve the XRDs under its own group.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
+	"github.com/modelplaneai/function-inference-gateway/internal/structcache"
 )
 
 // notReadyTTL is the response TTL while the composite's condition is False;
@@ -36,7 +37,7 @@ const notReadyTTL = 15 * time.Second
 // write puts the composer's result into the response: desired composed
 // resources (built, then carried forward), the composite's status,
 // readiness and conditions, warnings and requirements, and the TTL.
-func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view compose.Request, res *compose.Result, structs *structCache) error {
+func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view compose.Request, res *compose.Result, structs *structcache.Cache) error {
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
 	}
@@ -44,7 +45,7 @@ func write(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, view com
 		rsp.Desired.Resources = map[string]*fnv1.Resource{}
 	}
 	for name, d := range res.Resources {
-		s, err := structs.toStruct(d.Object)
+		s, err := structs.ToStruct(d.Object)
 		if err != nil {
 			return errors.Wrapf(err, "cannot encode the desired composed resource %q", name)
 		}
@@ -117,7 +118,7 @@ func carryForward(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, v
 // The status's Struct comes from structs like the desired objects': a
 // composite's status is the same on most reconciles. Its fields are copied
 // into the desired composite's status, never changed.
-func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result, structs *structCache) error {
+func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result, structs *structcache.Cache) error {
 	if rsp.Desired.Composite == nil {
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
@@ -126,7 +127,7 @@ func writeComposite(rsp *fnv1.RunFunctionResponse, res *compose.Result, structs 
 		dxr.Resource = &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	}
 	if res.Status != nil {
-		st, err := structs.toStruct(res.Status)
+		st, err := structs.ToStruct(res.Status)
 		if err != nil {
 			return errors.Wrap(err, "cannot encode the composite's status")
 		}

@@ -1,24 +1,23 @@
-package fn
+package structcache
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"testing"
 )
 
-// TestStructCacheHeap fills a structCache with many more distinct composed
+// TestStructCacheHeap fills a Cache with many more distinct composed
 // Objects than it may hold, shaped like the function's own (the desired
 // resources of a 16-backend ModelRoute, each made distinct by a label), and
 // checks, after a collection, that the heap it holds stays within its limit
 // and that heapBytes, which the limit is kept by, estimates that heap
 // within a quarter.
 func TestStructCacheHeap(t *testing.T) {
-	var objs []obj
-	for _, r := range run(t, routeRequest(t, 16)).GetDesired().GetResources() {
-		objs = append(objs, r.GetResource().AsMap())
-	}
+	objs := slices.Collect(maps.Values(modelRoute16(t)))
 	const limit = 8 << 20
-	c := newStructCache()
+	c := New()
 	c.limit = limit
 
 	var before, after runtime.MemStats
@@ -35,7 +34,7 @@ func TestStructCacheHeap(t *testing.T) {
 		}
 		labels["test.modelplane.ai/i"] = fmt.Sprint(i)
 		n := len(c.m)
-		if _, err := c.toStruct(o); err != nil {
+		if _, err := c.ToStruct(o); err != nil {
 			t.Fatal(err)
 		}
 		if len(c.m) <= n {
@@ -49,7 +48,7 @@ func TestStructCacheHeap(t *testing.T) {
 		if c.heap > limit*9/10 {
 			break
 		}
-		if _, err := c.toStruct(o); err != nil {
+		if _, err := c.ToStruct(o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +69,10 @@ func TestStructCacheHeap(t *testing.T) {
 // BenchmarkHeapBytes measures what a cache miss adds to building a Struct
 // (BenchmarkToStruct/jsontext, on the same Object): estimating its heap.
 func BenchmarkHeapBytes(b *testing.B) {
-	o := run(b, routeRequest(b, 1)).GetDesired().GetResources()["route"].GetResource()
+	o, err := toStruct(aiGatewayRoute(b))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		heapBytes(1000, o)

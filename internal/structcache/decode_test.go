@@ -1,4 +1,4 @@
-package fn
+package structcache
 
 import (
 	"encoding/json"
@@ -28,10 +28,7 @@ func TestToStruct(t *testing.T) {
 		"Nested":   {in: obj{"a": obj{"b": []any{1, "two", obj{"c": []any{}}, nil}}, "empty": obj{}}},
 		"Escapes":  {in: obj{"q": "say \"hi\"\n\t\\ é ✓ \u2028", "k\"ey": "v"}},
 		"CELQuery": {in: obj{"celQuery": "has(object.status) && object.status.conditions.exists(c, c.type == 'Accepted' && c.status == 'True')"}},
-		"Composed": {in: func() any {
-			rsp := run(t, routeRequest(t, 2))
-			return rsp.GetDesired().GetResources()["route"].GetResource().AsMap()
-		}()},
+		"Composed": {in: modelRoute16(t)["route"]},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -56,7 +53,7 @@ func TestToStruct(t *testing.T) {
 // BenchmarkToStruct compares toStruct with the protojson path it replaced,
 // on a composed Object.
 func BenchmarkToStruct(b *testing.B) {
-	o := run(b, routeRequest(b, 1)).GetDesired().GetResources()["route"].GetResource().AsMap()
+	o := aiGatewayRoute(b)
 	b.Run("protojson", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
