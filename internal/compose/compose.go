@@ -4,6 +4,7 @@
 package compose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -213,4 +214,14 @@ func keptStatus(xr map[string]any) map[string]any {
 		}
 	}
 	return out
+}
+
+// QuoteAll quotes each of ss and joins them with commas, for a message
+// that names several objects.
+func QuoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }

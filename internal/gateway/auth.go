@@ -1,17 +1,11 @@
 package gateway
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
-	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/upstream"
@@ -21,7 +15,7 @@ import (
 // provider-kubernetes copies each to the gateway cluster, and a
 // SecurityPolicy on the Gateway makes Envoy check every request's key
 // against them (Envoy Gateway apiKeyAuth, Envoy's api_key_auth filter).
-// This file builds the policy and judges it; callers.go reads the
+// This file builds the policy (gatewayready judges it); callers.go reads the
 // Secrets, chooses those the policy uses and composes their copies.
 
 // Composition resource and requirement names of caller authentication.
@@ -102,57 +96,4 @@ func (b builder) authStatus(c callers) *v1alpha1.AuthStatus {
 // authentication, so that nobody runs one by accident.
 func (b builder) openNotice() string {
 	return "the gateway is open: spec.auth is not set, so anyone who can reach it can call every model it serves; set spec.auth.apiKey.secretSelector to require an API key"
-}
-
-// observeCallerAuth requires a usable caller Secret and Envoy Gateway's
-// acceptance of the SecurityPolicy. Problems of single Secrets that leave
-// others in use are warnings, not readiness failures.
-func (b builder) observeCallerAuth(g gatewayready.Gateway, c callers) func(*gatewayready.Evidence, map[string]remote.Observed) error {
-	return func(e *gatewayready.Evidence, obs map[string]remote.Observed) error {
-		if !b.spec.AuthEnabled() {
-			return nil
-		}
-		for _, s := range c.selected {
-			if s.problem != "" {
-				e.AuthWarnings = append(e.AuthWarnings, s.problem)
-			}
-		}
-		e.AuthWarnings = append(e.AuthWarnings, c.notes...)
-		e.Notices = append(e.Notices, c.waits...)
-		if !c.resolved {
-			e.Problems.Add(gatewayready.ReasonCallerAuthNotAccepted, "Crossplane has not fetched the caller Secrets that spec.auth.apiKey.secretSelector selects yet")
-			return nil
-		}
-		if len(c.inUse()) == 0 {
-			b.noCallers(e, c)
-		}
-		var err error
-		e.CallerPolicyAccepted, err = g.PolicyAccepted(e, obs, ResourceCallerAuth, gatewayready.ReasonCallerAuthNotAccepted,
-			"caller-auth SecurityPolicy", names.CallerPolicy(b.in.GatewayName), "; while it is rejected, Envoy answers 500 to every model request")
-		return err
-	}
-}
-
-// noCallers explains why no caller can get through.
-func (b builder) noCallers(e *gatewayready.Evidence, c callers) {
-	sel := b.spec.Auth.APIKey.SecretSelector.MatchLabels
-	var labels []string
-	for _, k := range slices.Sorted(maps.Keys(sel)) {
-		labels = append(labels, k+"="+sel[k])
-	}
-	deny := "the gateway denies every model request until one is"
-	var delivering []string
-	for _, s := range c.selected {
-		if s.problem == "" && !s.inUse {
-			delivering = append(delivering, s.name)
-		}
-	}
-	switch {
-	case len(c.selected) == 0:
-		e.Problems.Add(gatewayready.ReasonCallerSecretsMissing, fmt.Sprintf("spec.auth.apiKey.secretSelector (%s) selects no Secret in the namespace %q; %s: create a Secret there with those labels and one entry per caller (client ID: API key)", strings.Join(labels, ","), b.in.ObjectNamespace, deny))
-	case len(delivering) == 0:
-		e.Problems.Add(gatewayready.ReasonCallerSecretsMissing, fmt.Sprintf("none of the caller Secrets that spec.auth.apiKey.secretSelector (%s) selects can be used; %s: %s", strings.Join(labels, ","), deny, strings.Join(e.AuthWarnings, "; ")))
-	default:
-		e.Problems.Add(gatewayready.ReasonCallerAuthNotAccepted, fmt.Sprintf("the caller Secrets %s are being copied to the gateway cluster; %s", quoteAll(delivering), deny))
-	}
 }

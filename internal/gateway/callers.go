@@ -211,7 +211,7 @@ func (c *callers) waitsToJoin(s *callerSecret, transit string, unsettled []strin
 		c.waits = append(c.waits, fmt.Sprintf("caller Secret %q is out of the caller-auth SecurityPolicy until its new version is delivered: Envoy Gateway reads only one caller Secret whose keys are changing at a time (now %q), because it rejects the whole policy if two Secrets hold one API key; its callers are denied meanwhile", s.name, transit))
 		return true
 	case s.settled() && !named && len(unsettled) > 0:
-		c.waits = append(c.waits, fmt.Sprintf("caller Secret %q joins the caller-auth SecurityPolicy once the copies it names are delivered (%s), so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(unsettled)))
+		c.waits = append(c.waits, fmt.Sprintf("caller Secret %q joins the caller-auth SecurityPolicy once the copies it names are delivered (%s), so that Envoy Gateway never reads one API key in two Secrets", s.name, compose.QuoteAll(unsettled)))
 		return true
 	}
 	return false
@@ -270,7 +270,7 @@ func (c *callers) holdVersions() {
 			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the caller-auth SecurityPolicy no longer names its copy, so that Envoy Gateway never reads one API key in two Secrets", s.name))
 		default:
 			s.holdVersion = true
-			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the copies %s are delivered or out of the caller-auth SecurityPolicy, so that Envoy Gateway never reads one API key in two Secrets", s.name, quoteAll(others)))
+			c.waits = append(c.waits, fmt.Sprintf("the new version of caller Secret %q waits until the copies %s are delivered or out of the caller-auth SecurityPolicy, so that Envoy Gateway never reads one API key in two Secrets", s.name, compose.QuoteAll(others)))
 		}
 	}
 }
@@ -401,12 +401,4 @@ func itemName(it map[string]any) string {
 	md, _ := it["metadata"].(map[string]any)
 	n, _ := md["name"].(string)
 	return n
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/claim"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
-	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
 
@@ -67,7 +66,7 @@ func claimantOf(xr map[string]any) (claim.Claimant, string) {
 			Conditions []metav1.Condition `json:"conditions"`
 		}
 		if err := decode.Into("InferenceGateway", "status", xr["status"], &st); err == nil {
-			if cond := meta.FindStatusCondition(st.Conditions, ConditionType); cond != nil && cond.Reason == gatewayready.ReasonClusterAlreadyHasGateway {
+			if cond := meta.FindStatusCondition(st.Conditions, ConditionType); cond != nil && cond.Reason == ReasonClusterAlreadyHasGateway {
 				c.Serving = false
 			}
 		}
@@ -163,7 +162,7 @@ func lose(req compose.Request, cl cluster, providerConfig, apiVersion string) *c
 	res.Requirements = cl.requirements(req.Input.ObjectNamespace, apiVersion)
 	c := compose.Condition{
 		Type:   ConditionType,
-		Reason: gatewayready.ReasonClusterAlreadyHasGateway,
+		Reason: ReasonClusterAlreadyHasGateway,
 		Message: fmt.Sprintf("the InferenceGateway %q already composes the gateway on the cluster of providerConfigName %q (the names there are fixed, one gateway per cluster); %q composes nothing there. Delete it, or set another providerConfigName",
 			cl.Winner, providerConfig, cl.self),
 	}
@@ -227,7 +226,7 @@ func waitForPrevious(req compose.Request, cl cluster, providerConfig, apiVersion
 			res.RequeueAfter = compose.GatewayBackoff.After(since, req.Now)
 		}
 	}
-	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: gatewayready.ReasonWaitingForPreviousGateway, Message: msg}}
+	res.Conditions = []compose.Condition{{Type: ConditionType, Reason: reasonWaitingForPreviousGateway, Message: msg}}
 	return res
 }
 

@@ -3,12 +3,10 @@ package gateway
 import (
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
-	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
 )
@@ -16,8 +14,9 @@ import (
 // Composer composes InferenceGateways.
 type Composer struct{}
 
-// Compose builds the gateway's Objects and judges GatewayReady (package
-// gatewayready) from what the observed Objects saw on the gateway cluster.
+// Compose reads the gateway's spec and Secrets, judges GatewayReady
+// (package gatewayready) from what the observed Objects saw on the gateway
+// cluster, builds the Objects on that verdict, and reports it.
 func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	spec, err := readSpec(req.Composite)
 	if err != nil {
@@ -33,102 +32,73 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return res, nil
 	}
 	b := builder{in: req.Input, spec: spec}
-	secrets := b.readTLSSecrets(req)
-	callers := b.readCallers(req)
-	if err := b.checkTLSNames(callers); err != nil {
+
+	// Read: the Secrets on the control plane and how far their copies got.
+	f := secretFed{tls: b.readTLSSecrets(req), callers: b.readCallers(req)}
+	if err := b.checkTLSNames(f.callers); err != nil {
 		return refuse(req, err)
 	}
-	cc := b.readClientCert(req)
-	g := b.verdict()
-	ev, err := b.observe(g, req.Observed, rule, secrets, cc, callers, gatewayready.RecordedMarker(req.Composite), req.Now)
+	if f.clientCert, err = b.readClientCert(req); err != nil {
+		return nil, err
+	}
+	// Judge: GatewayReady, from one read-only input.
+	ev, c, err := gatewayready.Judge(b.verdictInput(req, rule, f))
 	if err != nil {
 		return nil, err
 	}
-	ev.BudgetWarnings = b.unknownBudgetCallers(callers)
-	c := ev.Condition(names.EnvoyDeployment(b.in.GatewayNamespace, b.in.GatewayName), spec.AuthEnabled())
-	st := b.status(ev, callers)
-	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
-	// The claim: this gateway composes its cluster.
-	st.ClusterGateway = cl.self
-	st.BackendTLS = b.backendTLSStatus(cc)
-
-	res := &compose.Result{
-		Resources:    b.resources(req.Observed, ev, cc, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
-		Implied:      implied(spec),
-		Status:       st,
-		Conditions:   []compose.Condition{c},
-		Ready:        c.Status,
-		Warnings:     slices.Concat(ev.AuthWarnings, ev.BudgetWarnings, ev.ClientCertWarnings),
-		Requirements: b.secretRequirements(),
-		RequeueAfter: gatewayready.RequeueAfter(req, c, st.NotReadySince, ev.Marker.Due),
-	}
+	// Build: the Objects, each ready only on evidence.
+	res := b.build(req, rule, f, ev, c)
 	// While it takes the cluster over, it keeps asking for the previous
 	// gateway's Objects, so that its requirements stay as they were when
 	// it found them gone.
 	maps.Copy(res.Requirements, cl.requirements(req.Input.ObjectNamespace, apiVersion))
+
+	// Status: the verdict, the address and endpoints, what to look at.
+	st := b.status(ev, f)
+	st.NotReadySince = compose.NotReadySince(req.Composite, c, req.Now, false)
+	// The claim: this gateway composes its cluster.
+	st.ClusterGateway = cl.self
+	res.Status, res.Conditions, res.Ready = st, []compose.Condition{c}, c.Status
+	res.Warnings = slices.Concat(ev.AuthWarnings, ev.BudgetWarnings, ev.ClientCertWarnings)
+	res.RequeueAfter = gatewayready.RequeueAfter(req, c, st.NotReadySince, ev.Marker.Due)
+	res.Notices = b.notices(ev)
+	return res, nil
+}
+
+// build composes every Object of the gateway and the composition resource
+// names the spec implies, from the verdict ev and c; f is what Compose read
+// of the Secret-fed features.
+func (b builder) build(req compose.Request, rule *rollout.Rule, f secretFed, ev *gatewayready.Evidence, c compose.Condition) *compose.Result {
+	res := &compose.Result{
+		Resources:    b.resources(req.Observed, ev, f.clientCert, c, rule, reportingSince(req.Composite, req.Observed, req.Now)),
+		Implied:      implied(b.spec),
+		Requirements: b.secretRequirements(),
+	}
 	maps.Copy(res.Requirements, b.callerRequirements())
 	if b.in.ProviderSanitizesSecrets {
 		// Ready once seen, or once it no longer matters: it is evidence
 		// only for the function's own marker.
 		res.Resources[resourceFilterConfigSecret] = compose.Desired{Object: b.filterConfigSecret(), Ready: ev.FilterConfigSeen() || c.Status}
 	}
-	b.composeTLS(secrets, req.Observed, res.Resources)
-	b.composeClientCert(cc, req.Observed, res.Resources)
-	b.composeCallers(callers, ev.CallerPolicyAccepted, res.Resources)
-	b.impliedCallers(callers, req.Observed, res.Implied)
-	if !spec.AuthEnabled() {
-		res.Notices = append(res.Notices, b.openNotice())
+	b.composeTLS(f.tls, req.Observed, res.Resources)
+	b.composeClientCert(f.clientCert, req.Observed, res.Resources)
+	b.composeCallers(f.callers, ev.CallerPolicyAccepted, res.Resources)
+	b.impliedCallers(f.callers, req.Observed, res.Implied)
+	return res
+}
+
+// notices are the Normal results: an open gateway, what is on its way, and
+// the function's own marker once written.
+func (b builder) notices(ev *gatewayready.Evidence) []string {
+	var out []string
+	if !b.spec.AuthEnabled() {
+		out = append(out, b.openNotice())
 	}
-	res.Notices = append(res.Notices, ev.Notices...)
+	out = append(out, ev.Notices...)
 	if ev.Marker.Written {
-		res.Notices = append(res.Notices, g.MarkerNotice(ev.Marker))
+		out = append(out, b.verdict().MarkerNotice(ev.Marker))
 	}
-	return res, nil
-}
-
-// observe reads the evidence for GatewayReady from the observed Objects,
-// each check adding a problem in the order of the conditions table: package
-// gatewayready's checks of what the gateway cluster shows, with this
-// package's checks of its Secret-fed features (TLS, the client certificate,
-// caller authentication) in their places. It trusts only a live manifest:
-// an observe-only Object keeps its old manifest and Ready condition after
-// the remote object is gone.
-//
-// It also decides on the function's own ext-proc marker (package
-// gatewayready, marker.go), whose value composed before is carried, and
-// whose settle time counts from the first sight recorded in rec. g is the
-// gateway as package gatewayready judges it (verdict).
-func (b builder) observe(g gatewayready.Gateway, obs map[string]remote.Observed, rule *rollout.Rule, secrets []tlsSecret, cc *clientCert, c callers, rec *v1alpha1.MarkerStatus, now time.Time) (*gatewayready.Evidence, error) {
-	e := &gatewayready.Evidence{}
-	g.ObserveFilterConfig(e, obs)
-	b.observeTLS(e, secrets)
-	if err := b.observeClientCert(e, obs, cc, now); err != nil {
-		return nil, err
-	}
-	for _, check := range []func(*gatewayready.Evidence, map[string]remote.Observed) error{g.ObserveGateway, g.ObserveAnchor, g.ObserveClientPolicy, g.ObserveTrafficPolicy, b.observeCallerAuth(g, c)} {
-		if err := check(e, obs); err != nil {
-			return nil, err
-		}
-	}
-	return e, g.ObserveDeployment(e, obs, rule, rec, now)
-}
-
-// verdictResources are the composition resources whose observed Objects
-// hold the evidence for GatewayReady.
-var verdictResources = gatewayready.Resources{
-	Gateway: resourceGateway, AnchorRoute: resourceAnchorRoute, ClientPolicy: resourceClientPolicy, TrafficPolicy: resourceFailoverPolicy,
-	EnvoyDeployment: ResourceEnvoyDeployment, EnvoyProxy: resourceEnvoyProxy, FilterConfigSecret: resourceFilterConfigSecret,
-}
-
-// verdict is the gateway as package gatewayready judges it: the listeners
-// composed on the Gateway, http and https with TLS, and the composition
-// resources that hold the evidence.
-func (b builder) verdict() gatewayready.Gateway {
-	listeners := []string{ListenerHTTP}
-	if b.spec.TLSEnabled() {
-		listeners = append(listeners, ListenerHTTPS)
-	}
-	return gatewayready.Gateway{In: b.in, Listeners: listeners, Resources: verdictResources}
+	return out
 }
 
 // resources are the Objects every InferenceGateway composes. Each is ready
@@ -171,10 +141,14 @@ func (b builder) composeTLS(secrets []tlsSecret, obs map[string]remote.Observed,
 	}
 }
 
-// status reports the address, the base URLs clients use, and the rollout
-// counters as last observed.
-func (b builder) status(ev *gatewayready.Evidence, c callers) *v1alpha1.InferenceGatewayStatus {
-	s := &v1alpha1.InferenceGatewayStatus{Address: ev.Address, Auth: b.authStatus(c), ExtProcMarker: ev.Marker.Record}
+// status reports the address, the base URLs clients use, caller
+// authentication, the client certificate, and the rollout counters as last
+// observed.
+func (b builder) status(ev *gatewayready.Evidence, f secretFed) *v1alpha1.InferenceGatewayStatus {
+	s := &v1alpha1.InferenceGatewayStatus{
+		Address: ev.Address, Auth: b.authStatus(f.callers), ExtProcMarker: ev.Marker.Record,
+		BackendTLS: b.backendTLSStatus(f.clientCert),
+	}
 	if host := b.spec.Hostname; host != "" || ev.Address != "" {
 		if host == "" {
 			host = ev.Address

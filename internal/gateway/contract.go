@@ -39,6 +39,10 @@ const ConditionType = gatewayready.ConditionType
 // reason of GatewayReady is in package gatewayready.
 const ReasonClusterAlreadyHasGateway = gatewayready.ReasonClusterAlreadyHasGateway
 
+// reasonWaitingForPreviousGateway: the gateway waits for the previous
+// gateway of its cluster to be gone before it composes there (cluster.go).
+const reasonWaitingForPreviousGateway = gatewayready.ReasonWaitingForPreviousGateway
+
 // ReasonSpecRefused is GatewayReady's reason while the function refuses the
 // InferenceGateway's spec: the gateway keeps serving what it composed
 // before (refused.go).

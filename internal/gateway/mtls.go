@@ -19,7 +19,6 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/cacert"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
 	"github.com/modelplaneai/function-inference-gateway/internal/decode"
-	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -80,13 +79,13 @@ func (b builder) clientCertRequirements() map[string]compose.Requirement {
 }
 
 // readClientCert reads the caSecretRef Secret from the required resources,
-// as readTLSSecrets reads a TLS Secret. The CA's key is read only to check
-// that it is there and is its certificate's; only provider-kubernetes
-// copies it.
-func (b builder) readClientCert(req compose.Request) *clientCert {
+// as readTLSSecrets reads a TLS Secret, and the observed Certificate
+// (observeCertificate). The CA's key is read only to check that it is
+// there and is its certificate's; only provider-kubernetes copies it.
+func (b builder) readClientCert(req compose.Request) (*clientCert, error) {
 	c := b.spec.ClientCert()
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	out := &clientCert{}
 	if r := c.CASecretRef; r != nil {
@@ -114,7 +113,7 @@ func (b builder) readClientCert(req compose.Request) *clientCert {
 		}
 		out.ca = s
 	}
-	return out
+	return out, b.observeCertificate(req.Observed, out, req.Now)
 }
 
 // readCAPair reads a CA Secret's pair: the certificates of tls.crt, which
@@ -176,7 +175,7 @@ func (b builder) observeCertificate(obs map[string]remote.Observed, out *clientC
 	o, ok := obs[resourceClientCertificate]
 	if !ok || !o.Live() {
 		if !out.issued {
-			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, gatewayready.SyncNote(o, ok))
+			out.problem = fmt.Sprintf("the client Certificate %q has not been observed on the gateway cluster yet%s; cert-manager must be installed there", name, remote.SyncNote(o, ok))
 		}
 		return nil
 	}
@@ -225,44 +224,6 @@ func quoteCondition(c *cmv1.CertificateCondition) string {
 		s += `: "` + c.Message + `"`
 	}
 	return s
-}
-
-// observeClientCert adds ClientCertificateNotReady while the first
-// certificate is not issued: a backend that requires it cannot be reached.
-// A CA Secret that goes missing afterwards holds nothing (the certificate
-// issued serves), but its renewal will fail: a Warning says so.
-func (b builder) observeClientCert(e *gatewayready.Evidence, obs map[string]remote.Observed, c *clientCert, now time.Time) error {
-	if c == nil {
-		return nil
-	}
-	if err := b.observeCertificate(obs, c, now); err != nil {
-		return err
-	}
-	if s := c.ca; s != nil {
-		var why string
-		switch {
-		case s.problem != "":
-			why = s.problem
-		case !s.present:
-			why = fmt.Sprintf("the CA Secret %q has not been fetched from the control plane yet", s.name)
-		case !s.serving():
-			why = fmt.Sprintf("the CA Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name)
-		}
-		switch {
-		case why != "" && !c.issued:
-			e.Problems.Add(gatewayready.ReasonClientCertificateNotReady, why)
-			return nil
-		case s.problem != "":
-			e.ClientCertWarnings = append(e.ClientCertWarnings, s.problem+"; the client certificate issued before serves, but cert-manager cannot renew it")
-		}
-	}
-	if c.problem != "" {
-		e.Problems.Add(gatewayready.ReasonClientCertificateNotReady, c.problem)
-	}
-	if c.notice != "" {
-		e.Notices = append(e.Notices, c.notice)
-	}
-	return nil
 }
 
 // composeClientCert adds the Certificate and, with a caSecretRef, the CA's

@@ -14,7 +14,6 @@ import (
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
-	"github.com/modelplaneai/function-inference-gateway/internal/gatewayready"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/remote"
 )
@@ -142,28 +141,6 @@ func parses(crtPEM, keyPEM []byte) bool {
 		return err == nil
 	}
 	return false
-}
-
-// observeTLS adds TLSSecretMissing for each TLS Secret that is missing,
-// incomplete or holds the key of another certificate on the control plane,
-// or has never reached the gateway cluster: the https listener cannot
-// terminate TLS without it. A renewal
-// on its way (a new version of a Secret whose copy was delivered before)
-// holds nothing: the https listener serves the version delivered before
-// until the new one arrives, so it is only a Normal notice.
-func (b builder) observeTLS(e *gatewayready.Evidence, secrets []tlsSecret) {
-	for _, s := range secrets {
-		switch {
-		case s.problem != "":
-			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, s.problem)
-		case !s.present:
-			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not been fetched from the control plane yet", s.name))
-		case !s.serving():
-			e.Problems.Add(gatewayready.ReasonTLSSecretMissing, fmt.Sprintf("the TLS Secret %q has not reached the gateway cluster yet; provider-kubernetes copies it from the control plane", s.name))
-		case s.renewing():
-			e.Notices = append(e.Notices, fmt.Sprintf("a new version of the TLS Secret %q (resourceVersion %s) is being delivered to the gateway cluster; the https listener serves the version delivered before (resourceVersion %s) until it arrives", s.name, s.version, s.copy.LiveVersion))
-		}
-	}
 }
 
 // serving reports whether the gateway cluster has a copy of the Secret

@@ -44,11 +44,13 @@ type Resources struct {
 	EnvoyProxy string
 	// FilterConfigSecret observes AI Gateway's filter-config Secret.
 	FilterConfigSecret string
+	// CallerAuth is the caller-auth SecurityPolicy.
+	CallerAuth string
 }
 
-// Evidence is what the observed composed resources show, with what package
-// gateway adds of its Secret-fed features (TLS, the client certificate,
-// caller authentication).
+// Evidence is what the observed composed resources show, with what the
+// checks of the Secret-fed features (TLS, the client certificate, caller
+// authentication) found; Judge gathers it.
 type Evidence struct {
 	// Address is the Gateway's address; empty until it has one.
 	Address string
@@ -102,12 +104,12 @@ type filterConfigEvidence struct {
 	observed, seen bool
 }
 
-// ObserveFilterConfig reads whether AI Gateway's filter-config Secret
+// observeFilterConfig reads whether AI Gateway's filter-config Secret
 // exists. An observe-only Object whose remote object does not exist is not
 // Synced (crossplane-runtime v2.4.0 pkg/reconciler/managed/reconciler.go
 // refuses to observe-only a resource that does not exist), so only a live
 // Object counts.
-func (g Gateway) ObserveFilterConfig(e *Evidence, obs map[string]remote.Observed) {
+func (g Gateway) observeFilterConfig(e *Evidence, obs map[string]remote.Observed) {
 	e.filterConfig = filterConfigEvidence{
 		name:      names.FilterConfigSecret(g.In.GatewayNamespace, g.In.GatewayName),
 		namespace: g.In.EnvoyGatewayNamespace,
@@ -117,12 +119,12 @@ func (g Gateway) ObserveFilterConfig(e *Evidence, obs map[string]remote.Observed
 	e.filterConfig.seen = e.filterConfig.observed && ok && o.Live()
 }
 
-// ObserveGateway requires an address on the Gateway, and every listener
+// observeGateway requires an address on the Gateway, and every listener
 // programmed.
-func (g Gateway) ObserveGateway(e *Evidence, obs map[string]remote.Observed) error {
+func (g Gateway) observeGateway(e *Evidence, obs map[string]remote.Observed) error {
 	gw, ok := obs[g.Resources.Gateway]
 	if !ok || !gw.Live() {
-		e.Problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", g.In.GatewayName, g.In.GatewayNamespace, SyncNote(gw, ok)))
+		e.Problems.Add(ReasonNotProgrammed, fmt.Sprintf("the Gateway %q in %q has not been observed on the gateway cluster yet%s", g.In.GatewayName, g.In.GatewayNamespace, remote.SyncNote(gw, ok)))
 		return nil
 	}
 	st, err := upstream.GatewayStatus(gw.LiveAt("status"))
@@ -179,12 +181,12 @@ func (g Gateway) observeListeners(e *Evidence, gen int64, st *gwapiv1.GatewaySta
 	}
 }
 
-// ObserveAnchor requires AI Gateway to have accepted the anchor route.
-func (g Gateway) ObserveAnchor(e *Evidence, obs map[string]remote.Observed) error {
+// observeAnchor requires AI Gateway to have accepted the anchor route.
+func (g Gateway) observeAnchor(e *Evidence, obs map[string]remote.Observed) error {
 	anchor := names.AnchorRoute(g.In.GatewayName)
 	ar, ok := obs[g.Resources.AnchorRoute]
 	if !ok || !ar.Live() {
-		e.Problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, SyncNote(ar, ok)))
+		e.Problems.Add(ReasonAnchorNotAccepted, fmt.Sprintf("the anchor AIGatewayRoute %q has not been observed yet%s", anchor, remote.SyncNote(ar, ok)))
 		return nil
 	}
 	c, err := upstream.RouteAccepted(ar.LiveAt("status"))
@@ -198,17 +200,17 @@ func (g Gateway) ObserveAnchor(e *Evidence, obs map[string]remote.Observed) erro
 	return nil
 }
 
-// ObserveClientPolicy requires Envoy Gateway to have accepted the
+// observeClientPolicy requires Envoy Gateway to have accepted the
 // ClientTrafficPolicy for this Gateway. Until it has, the listener keeps
 // its 32 KiB buffer and long prompts fail while the gateway looks ready.
-func (g Gateway) ObserveClientPolicy(e *Evidence, obs map[string]remote.Observed) error {
+func (g Gateway) observeClientPolicy(e *Evidence, obs map[string]remote.Observed) error {
 	var err error
-	e.ClientPolicyAccepted, err = g.PolicyAccepted(e, obs, g.Resources.ClientPolicy, ReasonClientPolicyNotAccepted,
+	e.ClientPolicyAccepted, err = g.policyAccepted(e, obs, g.Resources.ClientPolicy, ReasonClientPolicyNotAccepted,
 		"ClientTrafficPolicy", names.ClientPolicy(g.In.GatewayName), " yet; until it does, request and response bodies over 32 KiB fail")
 	return err
 }
 
-// ObserveTrafficPolicy requires Envoy Gateway to have accepted the
+// observeTrafficPolicy requires Envoy Gateway to have accepted the
 // BackendTrafficPolicy for this Gateway. Envoy Gateway refuses the whole
 // policy when any part of it fails to translate, global rate limits
 // without a rate-limit backend among them, and then answers 500 on every
@@ -217,21 +219,21 @@ func (g Gateway) ObserveClientPolicy(e *Evidence, obs map[string]remote.Observed
 // internal/gatewayapi/backendtrafficpolicy.go,
 // translateBackendTrafficPolicyForGateway and buildGlobalRateLimit).
 // The message quotes Envoy Gateway's.
-func (g Gateway) ObserveTrafficPolicy(e *Evidence, obs map[string]remote.Observed) error {
+func (g Gateway) observeTrafficPolicy(e *Evidence, obs map[string]remote.Observed) error {
 	var err error
-	e.TrafficPolicyAccepted, err = g.PolicyAccepted(e, obs, g.Resources.TrafficPolicy, ReasonTrafficPolicyNotAccepted,
+	e.TrafficPolicyAccepted, err = g.policyAccepted(e, obs, g.Resources.TrafficPolicy, ReasonTrafficPolicyNotAccepted,
 		"BackendTrafficPolicy", names.FailoverPolicy(g.In.GatewayName), "; while it is refused, Envoy answers 500 on every route of the Gateway, /healthz included")
 	return err
 }
 
-// PolicyAccepted reports whether Envoy Gateway has accepted, for this
+// policyAccepted reports whether Envoy Gateway has accepted, for this
 // Gateway, the live policy observed under resource, and otherwise adds a
 // problem with reason that names the policy (what, name) and says what its
 // absence costs (consequence, after "for the Gateway ...").
-func (g Gateway) PolicyAccepted(e *Evidence, obs map[string]remote.Observed, resource, reason, what, name, consequence string) (bool, error) {
+func (g Gateway) policyAccepted(e *Evidence, obs map[string]remote.Observed, resource, reason, what, name, consequence string) (bool, error) {
 	o, ok := obs[resource]
 	if !ok || !o.Live() {
-		e.Problems.Add(reason, fmt.Sprintf("the %s %q has not been observed yet%s", what, name, SyncNote(o, ok)))
+		e.Problems.Add(reason, fmt.Sprintf("the %s %q has not been observed yet%s", what, name, remote.SyncNote(o, ok)))
 		return false, nil
 	}
 	c, err := upstream.PolicyAccepted(o.LiveAt("status"), g.In.GatewayNamespace, g.In.GatewayName)
@@ -245,18 +247,18 @@ func (g Gateway) PolicyAccepted(e *Evidence, obs map[string]remote.Observed, res
 	return true, nil
 }
 
-// ObserveDeployment evaluates the rollout rule on the live Envoy
+// observeDeployment evaluates the rollout rule on the live Envoy
 // Deployment, and plans the function's own marker on what it shows, whose
 // value composed before is carried, and whose settle time counts from the
-// first sight recorded in rec. It runs after ObserveAnchor and
-// ObserveFilterConfig, whose evidence the plan needs.
-func (g Gateway) ObserveDeployment(e *Evidence, obs map[string]remote.Observed, rule *rollout.Rule, rec *v1alpha1.MarkerStatus, now time.Time) error {
+// first sight recorded in rec. It runs after observeAnchor and
+// observeFilterConfig, whose evidence the plan needs.
+func (g Gateway) observeDeployment(e *Evidence, obs map[string]remote.Observed, rule *rollout.Rule, rec *v1alpha1.MarkerStatus, now time.Time) error {
 	dn := names.EnvoyDeployment(g.In.GatewayNamespace, g.In.GatewayName)
 	dep, ok := obs[g.Resources.EnvoyDeployment]
 	carried := g.carriedMarker(obs)
 	if !ok || !dep.Live() {
 		e.Marker = planMarker(e, carried, rec, now)
-		e.Problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, g.In.EnvoyGatewayNamespace, SyncNote(dep, ok)))
+		e.Problems.Add(ReasonDeploymentNotObserved, fmt.Sprintf("the Envoy Deployment %q in %q has not been observed%s", dn, g.In.EnvoyGatewayNamespace, remote.SyncNote(dep, ok)))
 		return nil
 	}
 	d := &appsv1.Deployment{}
@@ -280,10 +282,10 @@ func (g Gateway) ObserveDeployment(e *Evidence, obs map[string]remote.Observed, 
 	return nil
 }
 
-// Condition is GatewayReady: the first failed check as the reason, and
+// condition is GatewayReady: the first failed check as the reason, and
 // every failed check in the message. d names the Envoy Deployment; auth:
 // the gateway authenticates callers.
-func (e *Evidence) Condition(d string, auth bool) compose.Condition {
+func (e *Evidence) condition(d string, auth bool) compose.Condition {
 	msg := ""
 	if e.Problems.None() {
 		st := e.Deployment.Status
@@ -319,20 +321,4 @@ func rolloutMessage(c rollout.Check, d *appsv1.Deployment) string {
 		// marker.
 	}
 	return string(c)
-}
-
-// SyncNote explains why an Object's view cannot be trusted.
-func SyncNote(o remote.Observed, exists bool) string {
-	switch {
-	case !exists:
-		return ""
-	case o.Synced.Status == "" && !o.Reported():
-		return " (the Object has not reported yet)"
-	case !o.Synced.True():
-		if o.Synced.Message != "" {
-			return fmt.Sprintf(" (the Object is not Synced: %s)", o.Synced.Message)
-		}
-		return " (the Object is not Synced)"
-	}
-	return ""
 }

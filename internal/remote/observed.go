@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"fmt"
 	"sync"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -280,4 +281,22 @@ func Carry(observed map[string]any) map[string]any {
 		out["metadata"] = keep
 	}
 	return out
+}
+
+// SyncNote explains why an Object's view cannot be trusted, for a message
+// that says the Object's remote object has not been observed; exists says
+// whether the Object is observed at all.
+func SyncNote(o Observed, exists bool) string {
+	switch {
+	case !exists:
+		return ""
+	case o.Synced.Status == "" && !o.Reported():
+		return " (the Object has not reported yet)"
+	case !o.Synced.True():
+		if o.Synced.Message != "" {
+			return fmt.Sprintf(" (the Object is not Synced: %s)", o.Synced.Message)
+		}
+		return " (the Object is not Synced)"
+	}
+	return ""
 }

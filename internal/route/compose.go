@@ -50,10 +50,7 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 	gw.judge(&p)
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
 	res.Warnings = bs.warnings
-	refs, tiers := tiers(bs.usable)
-	for i := range refs {
-		refs[i].legacy = bs.viaLegacy[refs[i].backend.Name]
-	}
+	refs, tiers := bs.tiers()
 	bs.judge(&p, len(spec.Backends))
 	accepted, err := routeAccepted(req, &p)
 	if err != nil {

@@ -61,3 +61,14 @@ func gcd(a, b int32) int32 {
 	}
 	return a
 }
+
+// tiers are the usable backends' refs and tiers, each ref naming its
+// backend's objects by the name the route keeps for them while they move
+// (viaLegacy).
+func (bs backends) tiers() ([]ref, []v1alpha1.TierStatus) {
+	refs, ts := tiers(bs.usable)
+	for i := range refs {
+		refs[i].legacy = bs.viaLegacy[refs[i].backend.Name]
+	}
+	return refs, ts
+}
