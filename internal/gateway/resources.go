@@ -255,7 +255,7 @@ func (b builder) gatewayTarget() egv1a1.PolicyTargetReferences {
 // them and global rate limiting off in Envoy Gateway's configuration, it
 // refuses the whole policy, and every route it covers answers 500
 // (translateBackendTrafficPolicyForGateway): GatewayReady then says
-// TrafficPolicyNotAccepted (package gatewayready, ObserveTrafficPolicy).
+// TrafficPolicyNotAccepted (package gatewayready, observeTrafficPolicy).
 func (b builder) failoverPolicy() *remote.Object {
 	return policy(b, "BackendTrafficPolicy", names.FailoverPolicy(b.in.GatewayName), &egv1a1.BackendTrafficPolicySpec{
 		PolicyTargetReferences: b.gatewayTarget(),

@@ -1,10 +1,13 @@
 // Package gatewayready judges GatewayReady, an InferenceGateway's
-// readiness: it reads the evidence the observed Objects show on the gateway
-// cluster (evidence.go), applies the rollout rule to the Envoy Deployment,
-// decides on the function's own ext-proc marker (marker.go), and turns the
-// failed checks into the condition, its reason, and when to look again
-// (requeue.go). Package gateway composes the Objects, adds what its
-// Secret-fed features find to the evidence, and reports the verdict.
+// readiness, in one call (judge.go, Judge) on one read-only Input: it reads
+// the evidence the observed Objects show on the gateway cluster
+// (evidence.go), judges what package gateway read of its Secret-fed
+// features (features.go: TLS, the client certificate, the callers),
+// applies the rollout rule to the Envoy Deployment, decides on the
+// function's own ext-proc marker (marker.go), and turns the failed checks
+// into the condition, its reason, and when to look again (requeue.go).
+// Package gateway reads the spec and the Secrets, builds the Objects on the
+// verdict, and reports it.
 package gatewayready
 
 import (
