@@ -63,5 +63,6 @@ func Judge(in Input) (*Evidence, compose.Condition, error) {
 	if err := g.observeDeployment(e, obs, in.Rule, in.Recorded, in.Now); err != nil {
 		return nil, compose.Condition{}, err
 	}
-	return e, e.condition(names.EnvoyDeployment(g.In.GatewayNamespace, g.In.GatewayName), in.Callers != nil), nil
+	c := e.condition(names.EnvoyDeployment(g.In.GatewayNamespace, g.In.GatewayName), in.Callers != nil)
+	return e, c, nil
 }
