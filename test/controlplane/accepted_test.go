@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // acceptance is how the real controller that owns a kind says it took an
@@ -28,14 +29,14 @@ type acceptance struct {
 // the object (gateway v1.8.3 internal/gatewayapi/status; ai-gateway v1.0.0
 // internal/controller, update*Status with aigv1b1.ConditionTypeAccepted).
 var acceptances = []acceptance{
-	{gvr: gvrGateway, conds: []string{"Accepted", "Programmed"}},
-	{gvr: gvrHTTPRoute, where: "parents", conds: []string{"Accepted", "ResolvedRefs"}},
-	{gvr: gvrClientPolicy, where: "ancestors", conds: []string{"Accepted"}},
-	{gvr: gvrTrafficPolicy, where: "ancestors", conds: []string{"Accepted"}},
-	{gvr: gvrEGSecurityPolicy, where: "ancestors", conds: []string{"Accepted"}},
-	{gvr: gvrAIRoute, conds: []string{"Accepted"}},
-	{gvr: gvrAIBackend, conds: []string{"Accepted"}},
-	{gvr: gvrSecPolicy, conds: []string{"Accepted"}},
+	{gvr: harness.GVRGateway, conds: []string{"Accepted", "Programmed"}},
+	{gvr: harness.GVRHTTPRoute, where: "parents", conds: []string{"Accepted", "ResolvedRefs"}},
+	{gvr: harness.GVRClientPolicy, where: "ancestors", conds: []string{"Accepted"}},
+	{gvr: harness.GVRTrafficPolicy, where: "ancestors", conds: []string{"Accepted"}},
+	{gvr: harness.GVREGSecurityPolicy, where: "ancestors", conds: []string{"Accepted"}},
+	{gvr: harness.GVRAIRoute, conds: []string{"Accepted"}},
+	{gvr: harness.GVRAIBackend, conds: []string{"Accepted"}},
+	{gvr: harness.GVRSecPolicy, conds: []string{"Accepted"}},
 }
 
 // notAccepted lists every object the function composed on the gateway
@@ -46,17 +47,17 @@ var acceptances = []acceptance{
 func (sc *scenarios) notAccepted(ctx context.Context) ([]string, int) {
 	var out []string
 	seen := 0
-	anchor := names.AnchorRoute(gatewayXRName)
+	anchor := names.AnchorRoute(harness.GatewayXRName)
 	for _, a := range acceptances {
-		for _, ns := range []string{gatewayNS, names.FrontDoorNamespace(gatewayNS), sc.w.teamNS} {
-			l, err := sc.c.dyn.Resource(a.gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		for _, ns := range []string{harness.GatewayNS, names.FrontDoorNamespace(harness.GatewayNS), sc.w.TeamNS} {
+			l, err := sc.c.Dyn.Resource(a.gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				out = append(out, fmt.Sprintf("%s in %s: %v", a.gvr.Resource, ns, err))
 				continue
 			}
 			for i := range l.Items {
 				u := &l.Items[i]
-				if u.GetDeletionTimestamp() != nil || (a.gvr == gvrHTTPRoute && ns == gatewayNS && u.GetName() == anchor) {
+				if u.GetDeletionTimestamp() != nil || (a.gvr == harness.GVRHTTPRoute && ns == harness.GatewayNS && u.GetName() == anchor) {
 					continue
 				}
 				seen++
@@ -77,8 +78,8 @@ func accepted(u *unstructured.Unstructured, a acceptance) string {
 	switch a.where {
 	case "":
 		for _, c := range a.conds {
-			if st := conditionStatus(u, c); st != "True" {
-				missing = append(missing, fmt.Sprintf("%s=%q (%s)", c, st, conditionReason(u, c)))
+			if st := harness.ConditionStatus(u, c); st != "True" {
+				missing = append(missing, fmt.Sprintf("%s=%q (%s)", c, st, harness.ConditionReason(u, c)))
 			}
 		}
 	default:
@@ -86,7 +87,7 @@ func accepted(u *unstructured.Unstructured, a acceptance) string {
 		found := false
 		for _, x := range entries {
 			e, _ := x.(map[string]any)
-			if e["controllerName"] != egControllerName || a.where == "parents" && !inSpec(u, e) {
+			if e["controllerName"] != harness.EGControllerName || a.where == "parents" && !inSpec(u, e) {
 				continue
 			}
 			found = true

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // AI Gateway v1.0.0 can lose the removal of its own finalizer, and then a
@@ -70,9 +72,9 @@ const (
 // Gateway puts its finalizer (ai_gateway_route.go, ai_service_backend.go
 // and backend_security_policy.go call handleFinalizer), by kind.
 var aiGatewayFinalized = map[string]schema.GroupVersionResource{
-	"AIGatewayRoute":        gvrAIRoute,
-	"AIServiceBackend":      gvrAIBackend,
-	"BackendSecurityPolicy": gvrSecPolicy,
+	"AIGatewayRoute":        harness.GVRAIRoute,
+	"AIServiceBackend":      harness.GVRAIBackend,
+	"BackendSecurityPolicy": harness.GVRSecPolicy,
 }
 
 // lostFinalizer is an object on the gateway cluster whose deletion AI
@@ -180,9 +182,9 @@ func remoteOf(o *unstructured.Unstructured, def string) (kind, ns, name string) 
 func (sc *scenarios) releaseLostFinalizers(ctx context.Context, t *testing.T, left []unstructured.Unstructured) map[string]string {
 	t.Helper()
 	seen := map[string]string{}
-	up := sc.s.up
+	up := sc.s.Up
 	for i := range left {
-		kind, ns, name := remoteOf(&left[i], sc.w.teamNS)
+		kind, ns, name := remoteOf(&left[i], sc.w.TeamNS)
 		gvr, ok := aiGatewayFinalized[kind]
 		if !ok {
 			seen[left[i].GetName()] = fmt.Sprintf("its %s %s/%s is not a kind AI Gateway finalizes", kind, ns, name)
@@ -199,22 +201,22 @@ func (sc *scenarios) releaseLostFinalizers(ctx context.Context, t *testing.T, le
 		var log string
 		if dt := remote.GetDeletionTimestamp(); dt != nil && time.Since(dt.Time) >= finalizerLostAfter &&
 			slices.Contains(remote.GetFinalizers(), aiGatewayFinalizer) {
-			b, err := os.ReadFile(up.aigw.log)
+			b, err := os.ReadFile(up.AIGW.Log)
 			if err != nil {
-				seen[left[i].GetName()] = fmt.Sprintf("cannot read AI Gateway's log %s: %v", up.aigw.log, err)
+				seen[left[i].GetName()] = fmt.Sprintf("cannot read AI Gateway's log %s: %v", up.AIGW.Log, err)
 				continue
 			}
 			log = string(b)
 		}
-		lost, why := classifyLost(remote, gvr, log, up.aigw.running(), time.Now())
+		lost, why := classifyLost(remote, gvr, log, up.AIGW.Running(), time.Now())
 		if lost == nil {
 			seen[left[i].GetName()] = fmt.Sprintf("its %s %s/%s (finalizers %v): %s", kind, ns, name, remote.GetFinalizers(), why)
 			continue
 		}
 		t.Logf("UPSTREAM %s: %s %s/%s has been deleting since %s and still carries %s at index %d; AI Gateway logged (%s):\n  %s\n"+
 			"  applying the operator's workaround of docs/limits.md: a JSON patch removing only that finalizer",
-			upstreamFinalizerIssue, kind, ns, name, lost.deleting.UTC().Format(time.RFC3339), aiGatewayFinalizer, lost.index, up.aigw.log, lost.logLine)
-		if _, err := sc.c.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, operatorPatch(lost.index), metav1.PatchOptions{}); err != nil {
+			upstreamFinalizerIssue, kind, ns, name, lost.deleting.UTC().Format(time.RFC3339), aiGatewayFinalizer, lost.index, up.AIGW.Log, lost.logLine)
+		if _, err := sc.c.Dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, operatorPatch(lost.index), metav1.PatchOptions{}); err != nil {
 			// The finalizers changed under the patch; the next poll looks again.
 			seen[left[i].GetName()] = fmt.Sprintf("its %s %s/%s: cannot remove AI Gateway's finalizer: %v", kind, ns, name, err)
 			continue

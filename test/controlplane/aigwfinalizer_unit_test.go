@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // The lines AI Gateway v1.0.0 logs, as its development zap logger writes
@@ -64,57 +66,57 @@ func TestClassifyLost(t *testing.T) {
 	}{
 		"LostOnConflict": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: true,
-			want: result{Lost: &lostFinalizer{gvr: gvrAIBackend, namespace: "team-a", name: name, index: 0, deleting: longAgo, logLine: lostBackendLine}},
+			gvr:    harness.GVRAIBackend, log: log, up: true,
+			want: result{Lost: &lostFinalizer{gvr: harness.GVRAIBackend, namespace: "team-a", name: name, index: 0, deleting: longAgo, logLine: lostBackendLine}},
 		},
 		"LostBesideAnotherFinalizer": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, "example.com/other", aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: true,
-			want: result{Lost: &lostFinalizer{gvr: gvrAIBackend, namespace: "team-a", name: name, index: 1, deleting: longAgo, logLine: lostBackendLine}},
+			gvr:    harness.GVRAIBackend, log: log, up: true,
+			want: result{Lost: &lostFinalizer{gvr: harness.GVRAIBackend, namespace: "team-a", name: name, index: 1, deleting: longAgo, logLine: lostBackendLine}},
 		},
 		"TooSoonToTell": {
 			remote: remoteObject("AIServiceBackend", name, &justNow, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: true,
+			gvr:    harness.GVRAIBackend, log: log, up: true,
 			want: result{Why: "5s after the deletion"},
 		},
 		"NoLogLine": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: reconcilingLine, up: true,
+			gvr:    harness.GVRAIBackend, log: reconcilingLine, up: true,
 			want: result{Why: "no conflict on removing it"},
 		},
 		"NotAConflict": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: unreachableLine, up: true,
+			gvr:    harness.GVRAIBackend, log: unreachableLine, up: true,
 			want: result{Why: "no conflict on removing it"},
 		},
 		"LogLineOfAnotherObject": {
 			remote: remoteObject("AIServiceBackend", "qwen3-8b-other", &longAgo, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: true,
+			gvr:    harness.GVRAIBackend, log: log, up: true,
 			want: result{Why: "no conflict on removing it"},
 		},
 		"LogLineOfAnotherKind": {
 			remote: remoteObject("BackendSecurityPolicy", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrSecPolicy, log: log, up: true,
+			gvr:    harness.GVRSecPolicy, log: log, up: true,
 			want: result{Why: "no conflict on removing it"},
 		},
 		"AIGatewayDown": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: false,
+			gvr:    harness.GVRAIBackend, log: log, up: false,
 			want: result{Why: "AI Gateway is not running"},
 		},
 		"NotDeleting": {
 			remote: remoteObject("AIServiceBackend", name, nil, aiGatewayFinalizer),
-			gvr:    gvrAIBackend, log: log, up: true,
+			gvr:    harness.GVRAIBackend, log: log, up: true,
 			want: result{Why: "not being deleted"},
 		},
 		"HeldByAnotherFinalizer": {
 			remote: remoteObject("AIServiceBackend", name, &longAgo, "example.com/other"),
-			gvr:    gvrAIBackend, log: log, up: true,
+			gvr:    harness.GVRAIBackend, log: log, up: true,
 			want: result{Why: "without AI Gateway's finalizer"},
 		},
 		"NotAnAIGatewayKind": {
 			remote: remoteObject("Backend", name, &longAgo, aiGatewayFinalizer),
-			gvr:    gvrBackend, log: log, up: true,
+			gvr:    harness.GVRBackend, log: log, up: true,
 			want: result{Why: "not a kind AI Gateway finalizes"},
 		},
 	}

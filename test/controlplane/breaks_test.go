@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -370,7 +371,7 @@ func (b deliberateBreak) overlay(tb testing.TB, root, dir string) string {
 	tb.Helper()
 	src := filepath.Join(root, b.file)
 	body, err := os.ReadFile(src)
-	must(tb, err)
+	harness.Must(tb, err)
 	s := string(body)
 	for _, e := range b.edits {
 		if n := strings.Count(s, e.old); n != 1 {
@@ -379,11 +380,11 @@ func (b deliberateBreak) overlay(tb testing.TB, root, dir string) string {
 		s = strings.Replace(s, e.old, e.new, 1)
 	}
 	broken := filepath.Join(dir, "break-"+filepath.Base(b.file))
-	writeFile(tb, broken, []byte(s))
+	harness.WriteFile(tb, broken, []byte(s))
 	ov, err := json.Marshal(map[string]map[string]string{"Replace": {src: broken}})
-	must(tb, err)
+	harness.Must(tb, err)
 	path := filepath.Join(dir, "break-overlay.json")
-	writeFile(tb, path, ov)
+	harness.WriteFile(tb, path, ov)
 	return "-overlay=" + path
 }
 
@@ -395,7 +396,7 @@ func functionFlags(tb testing.TB, root, dir string) []string {
 		return nil
 	}
 	b, err := findBreak(*breakName)
-	must(tb, err)
+	harness.Must(tb, err)
 	tb.Logf("DELIBERATE BREAK %q: %s. This run is expected to fail (%q).", b.name, b.what, b.caughtBy)
 	return []string{b.overlay(tb, root, dir)}
 }
@@ -411,11 +412,11 @@ func TestBreaksAreCaught(t *testing.T) {
 		t.Skip("starts a whole control plane per break")
 	}
 	root, err := toolchain.Root()
-	must(t, err)
+	harness.Must(t, err)
 	// The runs' logs outlive the test, under bin/ (not committed): a break
 	// caught in the wrong place is understood from its log.
 	logDir := filepath.Join(root, "bin", "breaks")
-	must(t, os.MkdirAll(logDir, 0o755))
+	harness.Must(t, os.MkdirAll(logDir, 0o755))
 	for _, b := range breaks {
 		t.Run(b.name, func(t *testing.T) {
 			timeout := 40 * time.Minute
@@ -425,10 +426,10 @@ func TestBreaksAreCaught(t *testing.T) {
 			runID := fmt.Sprintf("break-%s-%d", b.name, time.Now().UnixNano())
 			logPath := filepath.Join(logDir, b.name+".log")
 			f, err := os.Create(logPath)
-			must(t, err)
+			harness.Must(t, err)
 			cmd := exec.Command(os.Args[0], "-test.run="+b.run(), "-test.v", "-test.count=1",
 				"-test.timeout="+timeout.String(), "-break="+b.name)
-			cmd.Env = append(os.Environ(), runIDEnv+"="+runID)
+			cmd.Env = append(os.Environ(), harness.RunIDEnv+"="+runID)
 			var out bytes.Buffer
 			w := io.MultiWriter(f, &out)
 			cmd.Stdout, cmd.Stderr = w, w
@@ -457,11 +458,11 @@ func TestBreaksAreCaught(t *testing.T) {
 					t.Logf("child: %s", strings.TrimSpace(l))
 				}
 			}
-			if left := survivors(runID); len(left) > 0 {
+			if left := harness.Survivors(runID); len(left) > 0 {
 				t.Errorf("processes the run with %q started are still there after it ended: %s", b.name, strings.Join(left, "; "))
 			}
 			if t.Failed() {
-				t.Logf("last lines of the run:\n%s", tail(logPath, 80))
+				t.Logf("last lines of the run:\n%s", harness.Tail(logPath, 80))
 			}
 		})
 	}
@@ -483,7 +484,7 @@ func caughtIn(log, caughtBy string) bool {
 // run, rather than only when someone runs the breaks.
 func TestBreaksCompile(t *testing.T) {
 	root, err := toolchain.Root()
-	must(t, err)
+	harness.Must(t, err)
 	for _, b := range breaks {
 		t.Run(b.name, func(t *testing.T) {
 			dir := t.TempDir()

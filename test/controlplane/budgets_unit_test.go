@@ -2,13 +2,11 @@ package controlplane
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/mod/modfile"
+
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // TestEnvoyDescriptors: the suite's stand-in for Envoy's rate-limit filter
@@ -20,7 +18,7 @@ func TestEnvoyDescriptors(t *testing.T) {
 	// The default rule of a per-model budget with a caller of its own
 	// (ci-pipeline): a request check and a response charge.
 	var rls []any
-	must(t, json.Unmarshal([]byte(`[
+	harness.Must(t, json.Unmarshal([]byte(`[
 	  {"actions": [
 	    {"generic_key": {"descriptor_key": "`+route+`", "descriptor_value": "`+route+`"}},
 	    {"request_headers": {"header_name": "x-modelplane-caller", "descriptor_key": "rule-0-match-0"}},
@@ -80,36 +78,15 @@ func TestEnvoyDescriptors(t *testing.T) {
 			}
 			// Through JSON, as the descriptors are sent.
 			b, err := json.Marshal(got)
-			must(t, err)
+			harness.Must(t, err)
 			var gotJSON, wantJSON any
-			must(t, json.Unmarshal(b, &gotJSON))
+			harness.Must(t, json.Unmarshal(b, &gotJSON))
 			b, err = json.Marshal(tc.want)
-			must(t, err)
-			must(t, json.Unmarshal(b, &wantJSON))
+			harness.Must(t, err)
+			harness.Must(t, json.Unmarshal(b, &wantJSON))
 			if diff := cmp.Diff(wantJSON, gotJSON); diff != "" {
 				t.Errorf("envoyDescriptors(...): -want, +got:\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestRateLimitToolIsEnvoyGateways: the rate-limit service the suite runs
-// is the version Envoy Gateway's own module pins, the one its
-// infrastructure deploys.
-func TestRateLimitToolIsEnvoyGateways(t *testing.T) {
-	const mod = "github.com/envoyproxy/ratelimit"
-	for _, module := range []string{"envoy-gateway", "ratelimit"} {
-		path := filepath.Join("tools", module, "go.mod")
-		b, err := os.ReadFile(path)
-		must(t, err)
-		f, err := modfile.ParseLax(path, b, nil)
-		must(t, err)
-		i := slices.IndexFunc(f.Require, func(r *modfile.Require) bool { return r.Mod.Path == mod })
-		if i < 0 {
-			t.Fatalf("%s requires no %s", path, mod)
-		}
-		if got := f.Require[i].Mod.Version; got != toolRateLimit.version {
-			t.Errorf("%s requires %s %s, toolRateLimit is %s", path, mod, got, toolRateLimit.version)
-		}
 	}
 }

@@ -14,7 +14,7 @@
 // ServiceAccount of deploy/gateway-cluster-rbac.yaml, and the upstream
 // CRDs of provider-kubernetes, Envoy Gateway, Gateway API and Envoy AI
 // Gateway. Three controllers have no binary here and have small stand-ins
-// (standins_test.go, routes_test.go): Envoy Gateway (creates the Envoy
+// (harness/standins.go): Envoy Gateway (creates the Envoy
 // Deployment, sets the Gateway's address and the status of policies and
 // HTTPRoutes), Envoy AI Gateway (generates each route's HTTPRoute, accepts
 // routes, rolls the ext-proc marker into the Deployment's pod template)
@@ -23,21 +23,27 @@
 // The first run builds every binary, about 10 minutes on two cores with a
 // cold Go cache, and caches them under bin/controlplane at the repository
 // root; run with -timeout 60m. The test is skipped with -short.
+//
+// The package harness (harness/) builds, starts, stops and reads the
+// control plane. This file holds TestControlPlane, what its scenarios
+// share (scenarios) and their common checks; each scenario is in a file of
+// its own, named for its subtest: s01_new_gateway_test.go is
+// 1-2_NewGatewayWithRouteDuringRollout, s05c2_token_budgets_test.go is
+// 5c2_TokenBudgets, and so on. Helpers more than one scenario uses are in
+// files named for what they read or check (xds_test.go, tls_test.go,
+// secrets_test.go, ...). TestScale, TestSoak, TestQuickStart,
+// TestMutualTLS and TestBreaksAreCaught have files of their own.
 package controlplane
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,23 +53,13 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/input/v1beta1"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/rollout"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
-// The XRs under example/.
-const (
-	gatewayXRName = "inference-gateway"
-	routeName     = "qwen3-8b"
-	teamControlNS = "ml-team"    // the ModelRoute's namespace on the control plane
-	apiKeySecret  = "openrouter" // the API-key Secret of the openrouter backend
-	apiKeyField   = "api-key"    // its key holding the API key
-	keyedBackend  = "openrouter"
-
-	// resourceGatewayNamespace is the composition resource name of the
-	// InferenceGateway's Object for the gateway namespace. Written out,
-	// not taken from the function, like every name the suite checks.
-	resourceGatewayNamespace = "gateway-namespace"
-)
+// gatewayXRName is the example InferenceGateway's name, as the table of
+// deliberate breaks (breaks_test.go) spells it.
+const gatewayXRName = harness.GatewayXRName
 
 // Waits. They bound how long the test waits for something that should
 // happen; nothing here asserts on speed. Two upstream behaviours make the
@@ -112,9 +108,9 @@ func TestControlPlane(t *testing.T) {
 	var sc *scenarios
 	t.Cleanup(func() {
 		if sc != nil {
-			sc.w.mu.Lock()
-			failed = append(failed, sc.w.violations...)
-			sc.w.mu.Unlock()
+			sc.w.Mu.Lock()
+			failed = append(failed, sc.w.Violations...)
+			sc.w.Mu.Unlock()
 		}
 		if len(failed) > 0 {
 			t.Logf("FAILED: %s", strings.Join(failed, "; "))
@@ -122,7 +118,7 @@ func TestControlPlane(t *testing.T) {
 	})
 	sc = bringUp(t)
 	w := sc.w
-	defer sc.sp.write(t)
+	defer sc.sp.Write(t)
 	all := true
 	for _, step := range []struct {
 		name string
@@ -158,23 +154,23 @@ func TestControlPlane(t *testing.T) {
 			break
 		}
 	}
-	w.check(t)
-	w.mu.Lock()
-	checks := w.checks
-	w.mu.Unlock()
+	w.Check(t)
+	w.Mu.Lock()
+	checks := w.Checks
+	w.Mu.Unlock()
 	t.Logf("Object Ready vs the function's rollout rule: checked on %d observations of the envoy-deployment Object", checks)
-	w.mu.Lock()
-	scanned := w.scanned
-	w.mu.Unlock()
+	w.Mu.Lock()
+	scanned := w.Scanned
+	w.Mu.Unlock()
 	t.Logf("API keys: looked for in %d observations of Objects and XRs", scanned)
-	t.Logf("changes seen, by resource: %v", w.eventCounts())
-	obs, viol := w.sidecarSummary()
+	t.Logf("changes seen, by resource: %v", w.EventCounts())
+	obs, viol := w.SidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
-	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.replaysSeen()))
+	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.ReplaysSeen()))
 	if sc.lostFinalizers > 0 {
 		t.Logf("UPSTREAM %s: %d AI Gateway finalizers were lost and removed by hand in the scenarios' route deletions (each logged where it happened)", upstreamFinalizerIssue, sc.lostFinalizers)
 	}
-	if s := w.sidecarUnexercised(); all && s != "" {
+	if s := w.SidecarUnexercised(); all && s != "" {
 		t.Error(s)
 	}
 	if all && checks == 0 {
@@ -205,14 +201,14 @@ type upOptions struct {
 func bringUpWith(t *testing.T, o upOptions) *scenarios {
 	t.Helper()
 	root, err := toolchain.Root()
-	must(t, err)
+	harness.Must(t, err)
 
-	pair := mustControllers(t)
+	pair := harness.MustControllers(t)
 	t.Logf("controllers: %s", pair)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	if dl, ok := t.Deadline(); ok {
-		if cold := missingBinaries(root, toolsFor(pair)); len(cold) > 0 && time.Until(dl) < coldBuildBudget {
+		if cold := missingBinaries(root, harness.ToolsFor(pair)); len(cold) > 0 && time.Until(dl) < coldBuildBudget {
 			t.Fatalf("cannot build %s in time: a cold build takes about 10 minutes on two cores and the test deadline is %s away; run with -timeout 60m",
 				strings.Join(cold, ", "), time.Until(dl).Round(time.Second))
 		}
@@ -221,47 +217,47 @@ func bringUpWith(t *testing.T, o upOptions) *scenarios {
 	t.Cleanup(cancel)
 
 	begin := time.Now()
-	bins := buildAll(ctx, t, root, pair)
+	bins := harness.BuildAll(ctx, t, root, pair, buildPreviousFunction)
 	built := time.Now()
 
-	c := startCluster(ctx, t, root, bins, pair)
-	webhookPort := c.ps.freePort()
-	c.installCRDs(ctx, webhookPort)
+	c := harness.StartCluster(ctx, t, root, bins, pair)
+	webhookPort := c.Procs.FreePort()
+	c.InstallCRDs(ctx, webhookPort)
 	// Only what a platform team creates beforehand: the control-plane
 	// namespaces of the InferenceGateway's Objects and of the team's
 	// ModelRoutes, and Envoy Gateway's, which its install creates
 	// (crossplane-system comes with Crossplane). The gateway namespace is
 	// provider-kubernetes' to create.
-	c.namespace(ctx, objectNS)
+	c.Namespace(ctx, harness.ObjectNS)
 	if !o.readerCreatesTeamNamespace {
-		c.namespace(ctx, teamControlNS)
+		c.Namespace(ctx, harness.TeamControlNS)
 	}
-	c.namespace(ctx, envoyGatewayNS)
-	c.startCrossplane(ctx)
-	c.startProvider(ctx, webhookPort)
-	c.installFunction(ctx)
-	c.installExamples(ctx)
-	c.dryRunControlPlane(ctx)
-	s := c.startStandIns(ctx, t)
+	c.Namespace(ctx, harness.EnvoyGatewayNS)
+	c.StartCrossplane(ctx)
+	c.StartProvider(ctx, webhookPort)
+	c.InstallFunction(ctx, functionFlags)
+	c.InstallExamples(ctx)
+	c.DryRunControlPlane(ctx)
+	s := c.StartStandIns(ctx, t)
 	if o.certManager {
-		c.startCertManager()
+		c.StartCertManager()
 	}
 
 	in := &v1beta1.Input{}
 	rule, err := rollout.For(in.WithDefaults().ExtProcMarkerAnnotations)
-	must(t, err)
-	w := c.watch(ctx, t, rule, names.TeamNamespace(teamControlNS))
+	harness.Must(t, err)
+	w := c.Watch(ctx, t, rule, names.TeamNamespace(harness.TeamControlNS))
 	t.Logf("binaries ready in %s; control plane up in %s", built.Sub(begin).Round(time.Second), time.Since(built).Round(time.Second))
 
-	return &scenarios{c: c, s: s, w: w, ctx: ctx, sp: &speeds{}, begin: begin}
+	return &scenarios{c: c, s: s, w: w, ctx: ctx, sp: &harness.Speeds{}, begin: begin}
 }
 
 // missingBinaries lists those of tools that are not cached.
-func missingBinaries(root string, tools []tool) []string {
+func missingBinaries(root string, tools []harness.Tool) []string {
 	var out []string
 	for _, t := range tools {
-		if _, err := os.Stat(filepath.Join(root, "bin", "controlplane", t.name+"-"+t.version)); err != nil {
-			out = append(out, t.name)
+		if _, err := os.Stat(filepath.Join(root, "bin", "controlplane", t.Name+"-"+t.Version)); err != nil {
+			out = append(out, t.Name)
 		}
 	}
 	return out
@@ -269,12 +265,12 @@ func missingBinaries(root string, tools []tool) []string {
 
 // scenarios holds what the scenarios share. They run in order.
 type scenarios struct {
-	c   *cluster
-	s   *standIns
-	w   *world
+	c   *harness.Cluster
+	s   *harness.StandIns
+	w   *harness.World
 	ctx context.Context
-	t0  time.Time // the InferenceGateway's creation
-	sp  *speeds   // what the scenarios measured
+	t0  time.Time       // the InferenceGateway's creation
+	sp  *harness.Speeds // what the scenarios measured
 	// begin is when the test began, before the binaries were built.
 	begin time.Time
 
@@ -295,7 +291,7 @@ func (sc *scenarios) eventually(t *testing.T, wait time.Duration, what string, c
 	ctx, cancel := context.WithTimeout(sc.ctx, wait)
 	defer cancel()
 	last := ""
-	_ = waitFor(ctx, nil, 200*time.Millisecond, what, func(ctx context.Context) (bool, error) {
+	_ = harness.WaitFor(ctx, nil, 200*time.Millisecond, what, func(ctx context.Context) (bool, error) {
 		last = check(ctx)
 		return last == "", nil
 	})
@@ -307,12 +303,12 @@ func (sc *scenarios) eventually(t *testing.T, wait time.Duration, what string, c
 }
 
 func (sc *scenarios) get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
-	return sc.c.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	return sc.c.Dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // gatewayXR returns the InferenceGateway, or nil.
 func (sc *scenarios) gatewayXR(ctx context.Context) *unstructured.Unstructured {
-	u, err := sc.get(ctx, gvrInferenceGW, "", gatewayXRName)
+	u, err := sc.get(ctx, harness.GVRInferenceGW, "", harness.GatewayXRName)
 	if err != nil {
 		return nil
 	}
@@ -321,7 +317,7 @@ func (sc *scenarios) gatewayXR(ctx context.Context) *unstructured.Unstructured {
 
 // routeXR returns the ModelRoute, or nil.
 func (sc *scenarios) routeXR(ctx context.Context) *unstructured.Unstructured {
-	u, err := sc.get(ctx, gvrModelRoute, teamControlNS, routeName)
+	u, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, harness.RouteName)
 	if err != nil {
 		return nil
 	}
@@ -330,7 +326,7 @@ func (sc *scenarios) routeXR(ctx context.Context) *unstructured.Unstructured {
 
 // envoyDeployment returns the Envoy Deployment as JSON-shaped data, or nil.
 func (sc *scenarios) envoyDeployment(ctx context.Context) *unstructured.Unstructured {
-	u, err := sc.get(ctx, gvrDeployment, envoyGatewayNS, names.EnvoyDeployment(gatewayNS, gatewayXRName))
+	u, err := sc.get(ctx, harness.GVRDeployment, harness.EnvoyGatewayNS, names.EnvoyDeployment(harness.GatewayNS, harness.GatewayXRName))
 	if err != nil {
 		return nil
 	}
@@ -340,12 +336,12 @@ func (sc *scenarios) envoyDeployment(ctx context.Context) *unstructured.Unstruct
 // composedObject returns the Object composed for an XR under a
 // composition resource name, or nil.
 func (sc *scenarios) composedObject(ctx context.Context, ns, composite, resource string) *unstructured.Unstructured {
-	l, err := sc.c.dyn.Resource(gvrObject).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: labelComposite + "=" + composite})
+	l, err := sc.c.Dyn.Resource(harness.GVRObject).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: harness.LabelComposite + "=" + composite})
 	if err != nil {
 		return nil
 	}
 	for i := range l.Items {
-		if l.Items[i].GetAnnotations()[annotationResourceName] == resource {
+		if l.Items[i].GetAnnotations()[harness.AnnotationResourceName] == resource {
 			return &l.Items[i]
 		}
 	}
@@ -366,7 +362,7 @@ func (sc *scenarios) agree(t *testing.T) string {
 	t.Helper()
 	var status string
 	sc.eventually(t, waitSettle, "the function and provider-kubernetes to settle on the same Deployment", func(ctx context.Context) string {
-		obj := sc.composedObject(ctx, objectNS, gatewayXRName, gateway.ResourceEnvoyDeployment)
+		obj := sc.composedObject(ctx, harness.ObjectNS, harness.GatewayXRName, gateway.ResourceEnvoyDeployment)
 		xr := sc.gatewayXR(ctx)
 		if obj == nil || xr == nil {
 			return "no envoy-deployment Object or InferenceGateway yet"
@@ -379,25 +375,25 @@ func (sc *scenarios) agree(t *testing.T) string {
 		if live == nil {
 			return "no Envoy Deployment"
 		}
-		if uid, _, _ := unstructured.NestedString(manifest, "metadata", "uid"); uid != string(live.GetUID()) || int64At(manifest, "metadata", "generation") < live.GetGeneration() {
+		if uid, _, _ := unstructured.NestedString(manifest, "metadata", "uid"); uid != string(live.GetUID()) || harness.Int64At(manifest, "metadata", "generation") < live.GetGeneration() {
 			return fmt.Sprintf("the envoy-deployment Object holds generation %d of Deployment %s, which is at generation %d (uid %s): provider-kubernetes has not observed it yet",
-				int64At(manifest, "metadata", "generation"), uid, live.GetGeneration(), live.GetUID())
+				harness.Int64At(manifest, "metadata", "generation"), uid, live.GetGeneration(), live.GetUID())
 		}
 		r, _, _ := unstructured.NestedMap(xr.Object, "status", "rollout")
-		got := fmt.Sprintf("%d/%d %d/%d/%d", int64At(r, "generation"), int64At(r, "observedGeneration"),
-			int64At(r, "replicas"), int64At(r, "updatedReplicas"), int64At(r, "availableReplicas"))
-		want := fmt.Sprintf("%d/%d %d/%d/%d", int64At(manifest, "metadata", "generation"), int64At(manifest, "status", "observedGeneration"),
-			int64At(manifest, "status", "replicas"), int64At(manifest, "status", "updatedReplicas"), int64At(manifest, "status", "availableReplicas"))
+		got := fmt.Sprintf("%d/%d %d/%d/%d", harness.Int64At(r, "generation"), harness.Int64At(r, "observedGeneration"),
+			harness.Int64At(r, "replicas"), harness.Int64At(r, "updatedReplicas"), harness.Int64At(r, "availableReplicas"))
+		want := fmt.Sprintf("%d/%d %d/%d/%d", harness.Int64At(manifest, "metadata", "generation"), harness.Int64At(manifest, "status", "observedGeneration"),
+			harness.Int64At(manifest, "status", "replicas"), harness.Int64At(manifest, "status", "updatedReplicas"), harness.Int64At(manifest, "status", "availableReplicas"))
 		if got != want {
 			return fmt.Sprintf("XR status.rollout %s (generation/observed replicas/updated/available), Object manifest %s", got, want)
 		}
-		objReady := conditionStatus(obj, "Ready") == "True"
-		gr, reason := conditionStatus(xr, gateway.ConditionType), conditionReason(xr, gateway.ConditionType)
+		objReady := harness.ConditionStatus(obj, "Ready") == "True"
+		gr, reason := harness.ConditionStatus(xr, gateway.ConditionType), harness.ConditionReason(xr, gateway.ConditionType)
 		if reason == gatewayready.ReasonNotProgrammed || reason == gatewayready.ReasonListenersNotProgrammed || reason == gatewayready.ReasonAnchorNotAccepted ||
 			reason == gatewayready.ReasonClientPolicyNotAccepted || reason == gatewayready.ReasonTrafficPolicyNotAccepted || reason == gatewayready.ReasonDeploymentNotObserved {
 			return "GatewayReady waits on something other than the rollout: " + reason
 		}
-		v, err := sc.w.rule.Evaluate(manifest)
+		v, err := sc.w.Rule.Evaluate(manifest)
 		if err != nil {
 			t.Fatalf("cannot evaluate the rollout rule: %v", err)
 		}
@@ -419,545 +415,6 @@ func (sc *scenarios) agree(t *testing.T) string {
 	return status
 }
 
-// newGatewayWithRouteDuringRollout is scenarios 1 and 2, the case the
-// product exists for. The first Envoy pods come before AI Gateway's
-// filter-config Secret, so they have no ext-proc sidecar, and they start;
-// AI Gateway rolls the Deployment for the sidecar, and the kubelet
-// stand-in holds the pods that have it, like a node still pulling the
-// ext-proc image. So Ready Envoy pods without the sidecar serve while the
-// ModelRoute arrives: it must be composed at once, and must not say
-// RoutingReady=True until they are gone (the sidecar invariant,
-// sidecar_test.go).
-//
-// With the real controllers the race between the first pods and AI
-// Gateway's filter-config Secret goes either way (both were seen here), so
-// the scenario forces this order: the API server refuses the Secret until
-// the first pods exist (holdFilterConfigSecret). Scenario 4b shows the
-// other order.
-//
-// It holds the Secret past the first pods' rollout and the function's
-// marker settle time, as when AI Gateway's gateway controller fails
-// before it creates the Secret: the function must not write its own
-// ext-proc marker then (secretHeldPastSettle).
-func (sc *scenarios) newGatewayWithRouteDuringRollout(t *testing.T) {
-	c, w, s := sc.c, sc.w, sc.s
-	s.kubelet.setHoldSidecar(true)
-	release := sc.holdFilterConfigSecret(t)
-
-	// The gateway namespace is the function's to create, through
-	// provider-kubernetes: nothing has made it yet.
-	if _, err := sc.get(sc.ctx, gvrNamespace, "", gatewayNS); !apierrors.IsNotFound(err) {
-		t.Fatalf("the gateway namespace %s exists before the InferenceGateway (%v): the suite must not create it", gatewayNS, err)
-	}
-
-	sc.t0 = time.Now()
-	w.tl.start(sc.t0)
-	w.tl.mark(tlXRCreated, sc.t0)
-	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
-	sc.gatewayNamespaceByProvider(t)
-	sc.eventually(t, waitSettle, "the first Envoy pods", func(ctx context.Context) string {
-		created := w.podsCreated(sc.t0)
-		if len(created) == 0 {
-			return "no Envoy pod yet"
-		}
-		if created[0].withSidecar > 0 {
-			t.Fatalf("an Envoy pod got the sidecar while the filter-config Secret was held: %s", created[0])
-		}
-		return ""
-	})
-	sc.secretHeldPastSettle(t)
-	release()
-
-	// Scenario 1: the gateway comes up, and its Deployment rolls the
-	// marker in, but no pod with the sidecar can start. GatewayReady must
-	// say False, for the reason the rule gives.
-	sc.eventually(t, waitSettle, "AI Gateway to patch its marker and the Deployment controller to start rolling", func(ctx context.Context) string {
-		d := sc.envoyDeployment(ctx)
-		if d == nil {
-			return "no Envoy Deployment yet"
-		}
-		if markerWrites(w.markerChanges(), aigwUUID) == 0 {
-			return "AI Gateway has written no uuid marker yet"
-		}
-		if int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() {
-			return "the Deployment controller has not observed the marker patch"
-		}
-		if int64At(d.Object, "status", "availableReplicas") == 0 {
-			return "no Envoy pod without the sidecar is available yet"
-		}
-		return ""
-	})
-	for _, m := range w.markerChanges() {
-		if m.values[aigwUUID] != "" {
-			w.tl.mark(tlMarkerPatchFirst, m.at)
-			break
-		}
-	}
-	// Which way the race went: AI Gateway v1.0.0 writes its marker only
-	// when pods and routes disagree, so the first pods had no sidecar
-	// (they came before its filter-config Secret).
-	for _, rs := range w.podsCreated(sc.t0) {
-		t.Logf("scenario 1: %s", rs)
-	}
-	if st := sc.agree(t); st == "True" {
-		t.Fatalf("GatewayReady=True while no Envoy pod with the sidecar could start")
-	}
-	xr := sc.gatewayXR(sc.ctx)
-	t.Logf("while pods with the sidecar are held: GatewayReady=%s (%s): %v", conditionStatus(xr, gateway.ConditionType),
-		conditionReason(xr, gateway.ConditionType), condition(xr, gateway.ConditionType)["message"])
-
-	// Scenario 2: a ModelRoute created now is composed at once — its
-	// AIGatewayRoute reaches the gateway cluster — but RoutingReady waits
-	// for the gateway.
-	for _, u := range c.readYAMLFile(filepath.Join("example", "route", "ready", "required.yaml")) {
-		if u.GetKind() == "Secret" { // the openrouter backend's API key
-			v, _, _ := unstructured.NestedString(u.Object, "data", apiKeyField)
-			w.forbid("the openrouter API key", v)
-			// The example gives it the resourceVersion the function reads
-			// when rendering; here the API server sets its own.
-			u.SetResourceVersion("")
-			c.apply(sc.ctx, u)
-		}
-	}
-	w.tl.mark(tlRouteCreated, time.Now())
-	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "route", "xr.yaml"))...)
-	sc.eventually(t, waitSettle, "the model's AIGatewayRoute on the gateway cluster", func(ctx context.Context) string {
-		if _, err := sc.get(ctx, gvrAIRoute, w.teamNS, routeName); err != nil {
-			return err.Error()
-		}
-		return ""
-	})
-	sc.noSecretsInObjects(t, "once the ModelRoute's objects reach the gateway cluster")
-	sc.eventually(t, waitSettle, "RoutingReady to report WaitingForGateway", func(ctx context.Context) string {
-		r := sc.routeXR(ctx)
-		if st, reason := conditionStatus(r, "RoutingReady"), conditionReason(r, "RoutingReady"); st != "False" || reason != "WaitingForGateway" {
-			return fmt.Sprintf("RoutingReady=%q (%s)", st, reason)
-		}
-		return ""
-	})
-	if st := conditionStatus(sc.gatewayXR(sc.ctx), gateway.ConditionType); st == "True" {
-		t.Fatalf("GatewayReady turned True while pods with the sidecar were held")
-	}
-
-	// Let the pods start: the Deployment controller finishes the rollout,
-	// and only then may GatewayReady, and after it RoutingReady, be True.
-	w.tl.mark(tlKubeletReleased, time.Now())
-	s.kubelet.setHoldSidecar(false)
-	sc.eventually(t, waitSettle, "GatewayReady=True", func(ctx context.Context) string {
-		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
-	})
-	if st := sc.agree(t); st != "True" {
-		t.Errorf("settled GatewayReady=%s, want True", st)
-	}
-	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
-		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
-	})
-	sc.envoyIsTold(t)
-	key := sc.controlPlaneKey(t)
-	sc.eventually(t, waitRoute, "the openrouter API key in the gateway cluster's Secret", func(ctx context.Context) string {
-		return sc.gatewayKeyIs(ctx, key)
-	})
-	sc.routesAttached(t)
-	sc.allAccepted(t, "scenario 2")
-	sc.noSecretsInObjects(t, "once the route is served")
-
-	// Order, from the recorded timeline: GatewayReady only after the
-	// rollout finished, RoutingReady only after GatewayReady.
-	order := []string{tlDeployment, tlMarker, tlRolloutComplete, tlGatewayReady, tlRoutingReady}
-	var prev time.Duration
-	for i, m := range order {
-		at, ok := w.tl.has(m)
-		if !ok {
-			t.Errorf("the timeline has no %q", m)
-			continue
-		}
-		if i > 0 && at < prev {
-			t.Errorf("%q at %.2fs came before %q at %.2fs", m, at.Seconds(), order[i-1], prev.Seconds())
-		}
-		prev = at
-	}
-	if at, ok := w.tl.has(tlRouteObject); !ok {
-		t.Errorf("the model's AIGatewayRoute never appeared in the timeline")
-	} else if gr, _ := w.tl.has(tlGatewayReady); at > gr {
-		t.Errorf("the model's AIGatewayRoute appeared at %.2fs, after GatewayReady at %.2fs: it should not wait for the gateway", at.Seconds(), gr.Seconds())
-	}
-	for ev, m := range map[string]string{evObjectReady: tlObjectReady, evGatewayReady: tlGatewayReady, evRoutingReady: tlRoutingReady, evRolloutDone: tlRolloutComplete} {
-		if at, ok := w.tl.has(m); ok {
-			sc.sp.record("scenario-1", ev, seconds(at))
-		}
-	}
-	gw, rt := w.transitions()
-	t.Logf("scenario 1 timeline (seconds since the InferenceGateway was created):\n%s", w.tl)
-	t.Logf("GatewayReady transitions:\n%s", formatTransitions(sc.t0, gw))
-	t.Logf("RoutingReady transitions:\n%s", formatTransitions(sc.t0, rt))
-	t.Logf("Synced transitions of the gateway's Objects:\n%s", w.syncedTransitions(sc.t0))
-	w.check(t)
-}
-
-// templateChange is scenario 3: AI Gateway's ext-proc inputs change (an
-// upgrade), so it writes a new marker value into the pod template and the
-// Deployment controller rolls. While the controller's own counters show
-// old-template pods, GatewayReady must be False; after, True. The new
-// pods are held until the route has followed the gateway down, for
-// outageHold at least; the route must come back after, and a stale False
-// must end within staleFalseBound (checkFollow). Nothing the ModelRoute
-// composed is deleted.
-func (sc *scenarios) templateChange(t *testing.T) {
-	s := sc.s
-	before := markerWrites(sc.w.markerChanges(), aigwUUID)
-	gen := sc.envoyDeployment(sc.ctx).GetGeneration()
-	// A live gateway and route: their creation opened their circuit
-	// breakers, whose cooldown passes while the API server's request
-	// rate at rest is measured.
-	rest, _, cpu := sc.restPastBreakers(t)
-	sc.sp.record("scenario-3", evRateAtRest, rest.total)
-	t.Logf("at rest, one gateway and one model: %s; CPU %s", rest, cpu)
-	// Pods of the new template are held, so the old ones surely remain
-	// while the function and the provider look.
-	s.kubelet.setHold(true)
-	start, err := sc.c.countRequests(sc.ctx)
-	must(t, err)
-	// An upgrade of AI Gateway with a new ext-proc image: v1.0.0 counts a
-	// pod whose sidecar has another image as one without
-	// (internal/controller/gateway.go, checkPodHasSideCar), so it writes a
-	// new uuid into the template and the Deployment controller rolls.
-	upgraded := extProcImage + "-upgrade.1"
-	sc.c.restartAIGateway(sc.ctx, s.up, upgraded)
-
-	sc.eventually(t, waitSettle, "the new marker and old-template pods", func(ctx context.Context) string {
-		if markerWrites(sc.w.markerChanges(), aigwUUID) == before {
-			return "no new marker patch yet"
-		}
-		return sc.oldTemplatePodsCounted(ctx, gen)
-	})
-	if st := sc.agree(t); st != "False" {
-		t.Fatalf("GatewayReady=%s while the Deployment controller counts old-template pods", st)
-	}
-	xr := sc.gatewayXR(sc.ctx)
-	ro, _, _ := unstructured.NestedMap(xr.Object, "status", "rollout")
-	t.Logf("during the rollout: GatewayReady=%s (%s): %v; status.rollout %v", conditionStatus(xr, gateway.ConditionType),
-		conditionReason(xr, gateway.ConditionType), condition(xr, gateway.ConditionType)["message"], ro)
-
-	// Held long enough that the route must follow the gateway down
-	// (holdOutage).
-	gf := sc.recordedGateway(t, start.at, "False")
-	sc.holdOutage(t, []string{routeName}, gf)
-	released := time.Now()
-	s.kubelet.setHold(false)
-	sc.eventually(t, waitSettle, "the rollout to finish", func(ctx context.Context) string {
-		d := sc.envoyDeployment(ctx)
-		want := int64At(d.Object, "spec", "replicas")
-		if int64At(d.Object, "status", "observedGeneration") < d.GetGeneration() ||
-			int64At(d.Object, "status", "replicas") != want || int64At(d.Object, "status", "updatedReplicas") != want ||
-			int64At(d.Object, "status", "availableReplicas") != want {
-			return fmt.Sprintf("status %v", d.Object["status"])
-		}
-		return ""
-	})
-	sc.eventually(t, waitSettle, "GatewayReady=True", func(ctx context.Context) string {
-		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
-	})
-	if st := sc.agree(t); st != "True" {
-		t.Errorf("settled GatewayReady=%s after the rollout, want True", st)
-	}
-	sc.podsHaveSidecar(t, upgraded)
-	// RoutingReady followed the gateway down; it comes back.
-	sc.eventually(t, waitRoute, "RoutingReady=True again", func(ctx context.Context) string {
-		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
-	})
-	gr := sc.recordedGateway(t, gf, "True")
-	if gr.Before(released) {
-		t.Errorf("GatewayReady=True %s before the held pods were released", released.Sub(gr).Round(time.Millisecond))
-	}
-	sc.checkFollow(t, "scenario-3", []string{routeName}, gf, gr, true)
-	end, err := sc.c.countRequests(sc.ctx)
-	must(t, err)
-	sc.recordRollout(t, "scenario-3", start, released, end)
-	sc.noDeletions(t)
-	sc.w.check(t)
-}
-
-// envoyPodLost is scenario 4: one of two Envoy pods goes (eviction, node
-// drain). The ReplicaSet replaces it from the current template, so no
-// old-template pod ever serves: GatewayReady and RoutingReady must stay
-// True the whole time. The replacement is held, like a pod waiting for its
-// image, until the function has reported the degraded Deployment (one of
-// two available) on the InferenceGateway, so the function surely judged
-// that state and did not just sleep through it; then it may start. The
-// XRs are sampled every 100 ms, on top of every watch event the world
-// records.
-func (sc *scenarios) envoyPodLost(t *testing.T) {
-	c, s := sc.c, sc.s
-	pods, err := c.dyn.Resource(gvrPod).Namespace(envoyGatewayNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelOwningGatewayName + "=" + gatewayXRName})
-	must(t, err)
-	before := map[string]bool{}
-	var victim string
-	for _, p := range pods.Items {
-		before[p.GetName()] = true
-		if victim == "" && p.GetDeletionTimestamp() == nil {
-			victim = p.GetName()
-		}
-	}
-	if victim == "" {
-		t.Fatalf("no Envoy pod to delete")
-	}
-	want := int64At(sc.envoyDeployment(sc.ctx).Object, "spec", "replicas")
-	// Start from quiet XRs. Right after a condition changes, Crossplane
-	// v2.2 can write the previous conditions back for a moment: each
-	// reconcile server-side applies the XR's status together with the
-	// conditions it read at its start (composite/composition_functions.go),
-	// and a reconcile queued by the previous one's status patch may start
-	// from a cache that lacks that one's final condition update. Such a
-	// blip belongs to the transition before this scenario, not to the pod.
-	sc.eventually(t, waitSettle, "both XRs True with no condition change for 10s", func(ctx context.Context) string {
-		if msg := wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True"); msg != "" {
-			return msg
-		}
-		if msg := wantCondition(sc.routeXR(ctx), "RoutingReady", "True"); msg != "" {
-			return msg
-		}
-		if since := time.Since(sc.w.lastTransition()); since < 10*time.Second {
-			return fmt.Sprintf("the last condition change was %s ago", since.Round(time.Millisecond))
-		}
-		return ""
-	})
-	// A replay pending now belongs to the time before the window.
-	sc.w.awaitReplays(sc.ctx, time.Now())
-	gwBefore, rtBefore := sc.w.transitions()
-	s.kubelet.setHold(true)
-	start := time.Now()
-	must(t, c.dyn.Resource(gvrPod).Namespace(envoyGatewayNS).Delete(sc.ctx, victim, metav1.DeleteOptions{}))
-	t.Logf("deleted Envoy pod %s; its replacement is held", victim)
-
-	samples := 0
-	var degraded, released, whole time.Time
-	var seen string
-	for {
-		xr, mr := sc.gatewayXR(sc.ctx), sc.routeXR(sc.ctx)
-		samples++
-		if st := conditionStatus(xr, gateway.ConditionType); st != "True" {
-			t.Errorf("%.2fs after the pod was deleted: GatewayReady=%s (%s)", time.Since(start).Seconds(), st, conditionReason(xr, gateway.ConditionType))
-		}
-		if st := conditionStatus(mr, "RoutingReady"); st != "True" {
-			t.Errorf("%.2fs after the pod was deleted: RoutingReady=%s (%s)", time.Since(start).Seconds(), st, conditionReason(mr, "RoutingReady"))
-		}
-		r, _, _ := unstructured.NestedMap(xr.Object, "status", "rollout")
-		switch {
-		case degraded.IsZero():
-			// The function has judged the Deployment with a pod short.
-			if int64At(r, "availableReplicas") < want && int64At(r, "replicas") == want && int64At(r, "updatedReplicas") == want {
-				degraded, seen = time.Now(), fmt.Sprint(r)
-				s.kubelet.setHold(false)
-				released = time.Now()
-			}
-		case whole.IsZero():
-			// Whole again: a new pod is Ready in place of the victim, and
-			// the function has reported all replicas available.
-			if sc.replacedBy(before, victim, want) && int64At(r, "availableReplicas") == want {
-				whole = time.Now()
-			}
-		case time.Since(whole) > 10*time.Second:
-			sc.w.awaitReplays(sc.ctx, time.Now())
-			gwAfter, rtAfter := sc.w.transitions()
-			if len(gwAfter) != len(gwBefore) || len(rtAfter) != len(rtBefore) {
-				t.Errorf("conditions changed while a pod was replaced:\nGatewayReady:\n%sRoutingReady:\n%s",
-					formatTransitions(start, gwAfter[len(gwBefore):]), formatTransitions(start, rtAfter[len(rtBefore):]))
-			}
-			t.Logf("%d samples over %s; the function reported the degraded Deployment (%s) %s after the deletion, GatewayReady=True; "+
-				"the replacement started at %s and the function reported it whole at %s",
-				samples, time.Since(start).Round(time.Millisecond), seen, degraded.Sub(start).Round(time.Millisecond),
-				released.Sub(start).Round(time.Millisecond), whole.Sub(start).Round(time.Millisecond))
-			sc.agree(t)
-			sc.noDeletions(t)
-			sc.w.check(t)
-			return
-		}
-		if time.Since(start) > 2*waitSettle {
-			s.kubelet.setHold(false)
-			t.Fatalf("gave up %s after the pod was deleted: degraded reported at %v, whole at %v; status.rollout %v", 2*waitSettle, degraded, whole, r)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// replacedBy reports whether the victim is gone, a pod that was not there
-// before is Ready, and the Envoy Deployment has all its replicas available.
-func (sc *scenarios) replacedBy(before map[string]bool, victim string, want int64) bool {
-	if _, err := sc.get(sc.ctx, gvrPod, envoyGatewayNS, victim); !apierrors.IsNotFound(err) {
-		return false
-	}
-	d := sc.envoyDeployment(sc.ctx)
-	if int64At(d.Object, "status", "availableReplicas") != want || int64At(d.Object, "status", "replicas") != want {
-		return false
-	}
-	pods, err := sc.c.dyn.Resource(gvrPod).Namespace(envoyGatewayNS).List(sc.ctx, metav1.ListOptions{LabelSelector: labelOwningGatewayName + "=" + gatewayXRName})
-	if err != nil {
-		return false
-	}
-	for _, p := range pods.Items {
-		if !before[p.GetName()] && conditionStatus(&p, "Ready") == "True" {
-			return true
-		}
-	}
-	return false
-}
-
-// recordRollout records when, after the pods were released, the
-// envoy-deployment Object, GatewayReady and RoutingReady turned True, in
-// seconds since the rollout began (start), and the request rate from
-// start to end.
-func (sc *scenarios) recordRollout(t *testing.T, name string, start requests, released time.Time, end requests) {
-	t.Helper()
-	gw, rt := sc.w.transitions()
-	obj := sc.w.objectTransitions()
-	rel := func(at time.Time) float64 { return seconds(at.Sub(start.at)) }
-	sc.sp.record(name, "pods-released", rel(released))
-	if at, ok := firstAfter(obj, released, "True"); ok {
-		sc.sp.record(name, evObjectReady, rel(at))
-	}
-	gr, ok := firstAfter(gw, released, "True")
-	if ok {
-		sc.sp.record(name, evGatewayReady, rel(gr))
-		if at, ok := firstAfter(rt, start.at, "False"); ok && at.Before(gr) {
-			sc.sp.record(name, "routing-not-ready", rel(at))
-		}
-		if at, ok := firstAfter(rt, gr, "True"); ok {
-			sc.sp.record(name, evRoutingReady, rel(at))
-		} else if lastStatusBefore(rt, gr) == "True" {
-			t.Logf("%s: RoutingReady never left True during the rollout", name)
-		}
-	}
-	r := sc.c.rateBetween(start, end)
-	sc.sp.record(name, evRateRollout, r.total)
-	t.Logf("%s: during the rollout, %s over %s", name, r, end.at.Sub(start.at).Round(time.Second))
-}
-
-// secretLostAndRestored is scenario 5: the openrouter backend's API-key
-// Secret is deleted and later restored. The backend must leave the route's
-// backendRefs and come back, and nothing composed may be deleted
-// meanwhile: the function carries the backend's objects forward.
-func (sc *scenarios) secretLostAndRestored(t *testing.T) {
-	c, w := sc.c, sc.w
-	ref := names.BackendObject(routeName, keyedBackend)
-	secret, err := sc.get(sc.ctx, gvrSecret, teamControlNS, apiKeySecret)
-	must(t, err)
-
-	w.allow(allowance{reason: "scenario 5 deletes the API-key Secret", resource: "secrets", namespace: teamControlNS, name: apiKeySecret})
-	must(t, c.dyn.Resource(gvrSecret).Namespace(teamControlNS).Delete(sc.ctx, apiKeySecret, metav1.DeleteOptions{}))
-	sc.eventually(t, waitRoute, "the openrouter backend to leave the route's backendRefs", func(ctx context.Context) string {
-		return sc.backendRef(ctx, ref, false)
-	})
-	mr := sc.routeXR(sc.ctx)
-	bs, _, _ := unstructured.NestedMap(mr.Object, "status", "backends")
-	t.Logf("without the Secret: RoutingReady=%s (%s), status.backends %v", conditionStatus(mr, "RoutingReady"),
-		conditionReason(mr, "RoutingReady"), bs)
-	sc.backendObjectsExist(t, ref)
-	sc.noSecretsInObjects(t, "without the API-key Secret")
-
-	fresh := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": secret.GetName(), "namespace": secret.GetNamespace()},
-		"type":     secret.Object["type"], "data": secret.Object["data"],
-	}}
-	_, err = c.dyn.Resource(gvrSecret).Namespace(teamControlNS).Create(sc.ctx, fresh, metav1.CreateOptions{})
-	must(t, err)
-	sc.eventually(t, waitRoute, "the openrouter backend back in the route's backendRefs", func(ctx context.Context) string {
-		return sc.backendRef(ctx, ref, true)
-	})
-	sc.backendObjectsExist(t, ref)
-	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
-		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
-	})
-	sc.envoyIsTold(t)
-	key := sc.controlPlaneKey(t)
-	sc.eventually(t, waitRoute, "the restored API key in the gateway cluster's Secret", func(ctx context.Context) string {
-		return sc.gatewayKeyIs(ctx, key)
-	})
-	sc.noSecretsInObjects(t, "after the API-key Secret was restored")
-	sc.noDeletions(t)
-	w.check(t)
-}
-
-// keyRotated is scenario 5b: the team rotates the API key in the
-// control plane's Secret. The new key must reach the gateway cluster's
-// Secret, through provider-kubernetes alone, and never an Object, and AI
-// Gateway's filter-config Secret after it, within waitRotation.
-func (sc *scenarios) keyRotated(t *testing.T) {
-	w := sc.w
-	plain := "sk-or-v1-rotated-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	rotated := base64.StdEncoding.EncodeToString([]byte(plain))
-	w.forbid("the rotated openrouter API key", rotated)
-	start := time.Now()
-	sc.setAPIKey(t, apiKeySecret, rotated)
-	deadline := start.Add(waitRotation)
-	sc.eventually(t, time.Until(deadline), "the rotated API key in the gateway cluster's Secret", func(ctx context.Context) string {
-		return sc.gatewayKeyIs(ctx, rotated)
-	})
-	copied := time.Since(start)
-	t.Logf("the rotated key reached the gateway cluster's Secret %s after the control plane's changed", copied.Round(time.Millisecond))
-	sc.eventually(t, time.Until(deadline), "the rotated API key in AI Gateway's filter-config Secret", func(ctx context.Context) string {
-		return sc.filterConfigHasKey(ctx, plain)
-	})
-	configured := time.Since(start)
-	t.Logf("and AI Gateway's filter-config Secret %s after it", configured.Round(time.Millisecond))
-	sc.sp.record("key-rotation", "key-rotation-delivered", seconds(copied))
-	sc.sp.record("key-rotation", "key-rotation-in-filter-config", seconds(configured))
-	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
-		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
-	})
-	sc.noSecretsInObjects(t, "after the API key was rotated")
-	sc.noDeletions(t)
-	w.check(t)
-}
-
-// filterConfigHasKey returns "" when AI Gateway's filter-config Secret
-// for the suite's gateway holds the API key plain: AI Gateway reads the
-// BackendSecurityPolicy's Secret and writes its key in clear into the
-// filter config (ai-gateway v1.0.0 internal/controller/gateway.go,
-// bspToFilterAPIBackendAuth and FilterConfigKeyInSecret;
-// internal/filterapi/filterconfig.go, APIKeyAuth.Key). It never prints
-// the key.
-func (sc *scenarios) filterConfigHasKey(ctx context.Context, plain string) string {
-	s, err := sc.get(ctx, gvrSecret, envoyGatewayNS, filterConfigSecret)
-	if err != nil {
-		return err.Error()
-	}
-	enc, _, _ := unstructured.NestedString(s.Object, "data", "filter-config.yaml")
-	cfg, err := base64.StdEncoding.DecodeString(enc)
-	if err != nil {
-		return fmt.Sprintf("cannot decode the filter-config Secret's filter-config.yaml: %v", err)
-	}
-	if !strings.Contains(string(cfg), plain) {
-		return fmt.Sprintf("the filter-config Secret %s/%s (%d bytes of config) does not hold the control plane's key yet", envoyGatewayNS, filterConfigSecret, len(cfg))
-	}
-	return ""
-}
-
-// backendRef returns "" when the model's AIGatewayRoute on the gateway
-// cluster refers to the AIServiceBackend name exactly when want says so.
-func (sc *scenarios) backendRef(ctx context.Context, name string, want bool) string {
-	r, err := sc.get(ctx, gvrAIRoute, sc.w.teamNS, routeName)
-	if err != nil {
-		return err.Error()
-	}
-	var refs []string
-	rules, _, _ := unstructured.NestedSlice(r.Object, "spec", "rules")
-	for _, x := range rules {
-		rule, _ := x.(map[string]any)
-		brs, _ := rule["backendRefs"].([]any)
-		for _, y := range brs {
-			br, _ := y.(map[string]any)
-			if n, _ := br["name"].(string); n != "" {
-				refs = append(refs, n)
-			}
-		}
-	}
-	if slices.Contains(refs, name) != want {
-		return fmt.Sprintf("backendRefs %v", refs)
-	}
-	return ""
-}
-
 // backendObjectsExist requires the keyed backend's objects on the gateway
 // cluster, and their Objects on the control plane, to be there.
 func (sc *scenarios) backendObjectsExist(t *testing.T, ref string) {
@@ -965,94 +422,24 @@ func (sc *scenarios) backendObjectsExist(t *testing.T, ref string) {
 	for _, x := range []struct {
 		gvr  schema.GroupVersionResource
 		name string
-	}{{gvrBackend, ref}, {gvrAIBackend, ref}, {gvrSecPolicy, ref}, {gvrSecret, ref}} {
-		if _, err := sc.get(sc.ctx, x.gvr, sc.w.teamNS, x.name); err != nil {
-			t.Errorf("the openrouter backend's %s %s/%s: %v", x.gvr.Resource, sc.w.teamNS, x.name, err)
+	}{{harness.GVRBackend, ref}, {harness.GVRAIBackend, ref}, {harness.GVRSecPolicy, ref}, {harness.GVRSecret, ref}} {
+		if _, err := sc.get(sc.ctx, x.gvr, sc.w.TeamNS, x.name); err != nil {
+			t.Errorf("the openrouter backend's %s %s/%s: %v", x.gvr.Resource, sc.w.TeamNS, x.name, err)
 		}
 	}
 	for _, n := range []string{"backend-", "aibackend-", "credential-", "credpolicy-"} {
-		if sc.composedObject(sc.ctx, teamControlNS, routeName, n+keyedBackend) == nil {
-			t.Errorf("the ModelRoute's %s%s Object is gone", n, keyedBackend)
+		if sc.composedObject(sc.ctx, harness.TeamControlNS, harness.RouteName, n+harness.KeyedBackend) == nil {
+			t.Errorf("the ModelRoute's %s%s Object is gone", n, harness.KeyedBackend)
 		}
 	}
-}
-
-// modelRouteDeleted is scenario 6: the ModelRoute goes. Its Objects and
-// what they made on the gateway cluster are garbage-collected; the team
-// namespace (managed without Delete) and the gateway's anchor route stay,
-// and the gateway stays ready.
-func (sc *scenarios) modelRouteDeleted(t *testing.T) {
-	c, w := sc.c, sc.w
-	for _, a := range []allowance{
-		{reason: "the ModelRoute is deleted", resource: "modelroutes", namespace: teamControlNS, name: routeName},
-		{reason: "its Objects are garbage-collected", resource: "objects", namespace: teamControlNS},
-		{reason: "its route is deleted", resource: "aigatewayroutes", namespace: w.teamNS},
-		{reason: "its HTTPRoute is garbage-collected with the route that owns it", resource: "httproutes", namespace: w.teamNS},
-		{reason: "its backends are deleted", resource: "backends", namespace: w.teamNS},
-		{reason: "its AI backends are deleted", resource: "aiservicebackends", namespace: w.teamNS},
-		{reason: "its credential policies are deleted", resource: "backendsecuritypolicies", namespace: w.teamNS},
-		{reason: "its credentials are deleted", resource: "secrets", namespace: w.teamNS},
-	} {
-		w.allow(a)
-	}
-	start, lostBefore := time.Now(), sc.lostFinalizers
-	must(t, c.dyn.Resource(gvrModelRoute).Namespace(teamControlNS).Delete(sc.ctx, routeName, metav1.DeleteOptions{}))
-	sc.eventually(t, waitRoute, "the ModelRoute, its Objects and its objects on the gateway cluster to be gone", func(ctx context.Context) string {
-		if sc.routeXR(ctx) != nil {
-			return "the ModelRoute is still there"
-		}
-		l, err := c.dyn.Resource(gvrObject).Namespace(teamControlNS).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if m := sc.objectsLeft(ctx, t, l.Items); m != "" {
-			return m
-		}
-		for _, gvr := range []schema.GroupVersionResource{gvrAIRoute, gvrHTTPRoute, gvrBackend, gvrAIBackend, gvrSecPolicy} {
-			l, err := c.dyn.Resource(gvr).Namespace(w.teamNS).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err.Error()
-			}
-			if len(l.Items) > 0 {
-				return fmt.Sprintf("%d %s left in %s", len(l.Items), gvr.Resource, w.teamNS)
-			}
-		}
-		if _, err := sc.get(ctx, gvrSecret, w.teamNS, names.BackendObject(routeName, keyedBackend)); !apierrors.IsNotFound(err) {
-			return fmt.Sprintf("the credential Secret is still there (%v)", err)
-		}
-		return ""
-	})
-	t.Logf("the ModelRoute and everything it composed were gone %s after its deletion; AI Gateway finalizers removed by hand (%s): %d",
-		time.Since(start).Round(time.Millisecond), upstreamFinalizerIssue, sc.lostFinalizers-lostBefore)
-	sc.sp.record("scenario-6", evLostFinalizers, float64(sc.lostFinalizers-lostBefore))
-
-	ns, err := sc.get(sc.ctx, gvrNamespace, "", w.teamNS)
-	switch {
-	case err != nil:
-		t.Errorf("the team namespace %s: %v", w.teamNS, err)
-	case ns.GetDeletionTimestamp() != nil:
-		t.Errorf("the team namespace %s is being deleted", w.teamNS)
-	}
-	if _, err := sc.get(sc.ctx, gvrAIRoute, gatewayNS, names.AnchorRoute(gatewayXRName)); err != nil {
-		t.Errorf("the gateway's anchor route: %v", err)
-	}
-	if st := conditionStatus(sc.gatewayXR(sc.ctx), gateway.ConditionType); st != "True" {
-		t.Errorf("GatewayReady=%s after the ModelRoute was deleted, want True", st)
-	}
-	sc.agree(t)
-	sc.noDeletions(t)
-	for _, d := range w.deleted() {
-		t.Logf("deleted %.2fs after the ModelRoute: %s %s/%s (%s)", d.at.Sub(start).Seconds(), d.resource, d.namespace, d.name, d.allowedReason)
-	}
-	w.check(t)
 }
 
 // noDeletions fails the test for every deletion nobody allowed.
 func (sc *scenarios) noDeletions(t *testing.T) {
 	t.Helper()
-	for _, d := range sc.w.deleted() {
-		if !d.allowed {
-			t.Errorf("%s %s/%s was deleted at %s", d.resource, d.namespace, d.name, d.at.Format("15:04:05.000"))
+	for _, d := range sc.w.Deleted() {
+		if !d.Allowed {
+			t.Errorf("%s %s/%s was deleted at %s", d.Resource, d.Namespace, d.Name, d.At.Format("15:04:05.000"))
 		}
 	}
 }
@@ -1062,8 +449,8 @@ func wantCondition(u *unstructured.Unstructured, typ, status string) string {
 	if u == nil {
 		return "not found"
 	}
-	if got := conditionStatus(u, typ); got != status {
-		return fmt.Sprintf("%s=%q (%s: %v)", typ, got, conditionReason(u, typ), condition(u, typ)["message"])
+	if got := harness.ConditionStatus(u, typ); got != status {
+		return fmt.Sprintf("%s=%q (%s: %v)", typ, got, harness.ConditionReason(u, typ), harness.Condition(u, typ)["message"])
 	}
 	return ""
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 var (
@@ -36,9 +37,9 @@ const (
 	mtlsPage           = "docs/mtls.md"
 	mtlsSection        = "Set it up" // the page's how-to, which TestMutualTLS follows
 	mtlsBackend        = "vllm"
-	mtlsHost           = "qwen3-8b.ml-team.svc.cluster.local"  // its hostname in docs/mtls.md, the SNI
-	clientCertName     = gatewayXRName + "-client-certificate" // the Certificate and its Secret
-	clientCAIssuerName = gatewayXRName + "-client-ca"          // the Issuer, and the CA's copy
+	mtlsHost           = "qwen3-8b.ml-team.svc.cluster.local"          // its hostname in docs/mtls.md, the SNI
+	clientCertName     = harness.GatewayXRName + "-client-certificate" // the Certificate and its Secret
+	clientCAIssuerName = harness.GatewayXRName + "-client-ca"          // the Issuer, and the CA's copy
 )
 
 // mtlsShape is what TestMutualTLS runs of each step of docs/mtls.md's
@@ -100,10 +101,10 @@ func TestMutualTLS(t *testing.T) {
 	// that signed the vLLM server's.
 	clientCA := newLongCA(t, "gateway client CA")
 	backendCA := newLongCA(t, "vLLM server CA")
-	writeFile(t, filepath.Join(r.dir, "client-ca.crt"), clientCA.certPEM)
-	writeFile(t, filepath.Join(r.dir, "client-ca.key"), clientCA.keyPEM)
-	writeFile(t, filepath.Join(r.dir, "vllm-ca.crt"), backendCA.certPEM)
-	sc.w.forbid("the key of the gateway's client CA", base64.StdEncoding.EncodeToString(clientCA.keyPEM))
+	harness.WriteFile(t, filepath.Join(r.dir, "client-ca.crt"), clientCA.certPEM)
+	harness.WriteFile(t, filepath.Join(r.dir, "client-ca.key"), clientCA.keyPEM)
+	harness.WriteFile(t, filepath.Join(r.dir, "vllm-ca.crt"), backendCA.certPEM)
+	sc.w.Forbid("the key of the gateway's client CA", base64.StdEncoding.EncodeToString(clientCA.keyPEM))
 
 	start := time.Now()
 	for _, n := range []int{1, 2, 3} {
@@ -114,7 +115,7 @@ func TestMutualTLS(t *testing.T) {
 	})
 	t.Logf("cert-manager issued the client certificate %s after step 1", time.Since(start).Round(100*time.Millisecond))
 	issued := sc.issuedClientCert(t, clientCA)
-	sc.w.forbid("the key of the gateway's client certificate", issued.keyB64)
+	sc.w.Forbid("the key of the gateway's client certificate", issued.keyB64)
 	sc.eventually(t, waitSettle, "GatewayReady=True with the client certificate", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
@@ -122,22 +123,22 @@ func TestMutualTLS(t *testing.T) {
 		if s := wantCondition(sc.routeXR(ctx), route.ConditionType, "True"); s != "" {
 			return s
 		}
-		return sc.backendAccepted(ctx, routeName+"-"+mtlsBackend)
+		return sc.backendAccepted(ctx, harness.RouteName+"-"+mtlsBackend)
 	})
-	t.Logf("GatewayReady and RoutingReady True, Envoy Gateway accepted the Backend %s-%s, %s after step 1", routeName, mtlsBackend, time.Since(start).Round(100*time.Millisecond))
-	gw, rt := sc.w.transitions()
-	t.Logf("GatewayReady since step 1:\n%s\nRoutingReady since step 1:\n%s", formatTransitions(start, since(gw, start)), formatTransitions(start, since(rt, start)))
+	t.Logf("GatewayReady and RoutingReady True, Envoy Gateway accepted the Backend %s-%s, %s after step 1", harness.RouteName, mtlsBackend, time.Since(start).Round(100*time.Millisecond))
+	gw, rt := sc.w.Transitions()
+	t.Logf("GatewayReady since step 1:\n%s\nRoutingReady since step 1:\n%s", harness.FormatTransitions(start, since(gw, start)), harness.FormatTransitions(start, since(rt, start)))
 	sc.checkEnvoyProxyPresents(t)
 
 	// Step 4: the CA certificate the backend owner is given.
 	r.follow(t, mtlsPage, 4, ms[4])
 	got, err := os.ReadFile(filepath.Join(r.dir, "gateway-client-ca.crt"))
-	must(t, err)
+	harness.Must(t, err)
 	if !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(clientCA.certPEM)) {
 		t.Errorf("step 4 wrote gateway-client-ca.crt:\n%s\nwant the client CA's certificate:\n%s", got, clientCA.certPEM)
 	}
 
-	sc.readXDS(t, "scenario-mtls", checkMutualTLS(routeName+"-"+mtlsBackend, routeName+"-"+keyedBackend, backendCA.certPEM, issued.certPEM))
+	sc.readXDS(t, "scenario-mtls", checkMutualTLS(harness.RouteName+"-"+mtlsBackend, harness.RouteName+"-"+harness.KeyedBackend, backendCA.certPEM, issued.certPEM))
 
 	// A renewal: the Certificate's Issuing=True condition, which is what
 	// `cmctl renew` sets (cmctl is a module of its own, not run here). In
@@ -156,9 +157,9 @@ func TestMutualTLS(t *testing.T) {
 		}
 		return ""
 	})
-	sc.w.forbid("the key of the renewed client certificate", renewed.keyB64)
+	sc.w.Forbid("the key of the renewed client certificate", renewed.keyB64)
 	t.Logf("cert-manager renewed the client certificate %s after the request", time.Since(renewal).Round(100*time.Millisecond))
-	sc.readXDS(t, "scenario-mtls-renewed", checkMutualTLS(routeName+"-"+mtlsBackend, routeName+"-"+keyedBackend, backendCA.certPEM, renewed.certPEM))
+	sc.readXDS(t, "scenario-mtls-renewed", checkMutualTLS(harness.RouteName+"-"+mtlsBackend, harness.RouteName+"-"+harness.KeyedBackend, backendCA.certPEM, renewed.certPEM))
 	t.Logf("Envoy is told the renewed certificate %s after the request", time.Since(renewal).Round(100*time.Millisecond))
 	sc.noFalseSince(t, renewal, "the renewal")
 
@@ -183,9 +184,9 @@ func TestMutualTLS(t *testing.T) {
 		reissued = c
 		return ""
 	})
-	sc.w.forbid("the key of the certificate issued by the ClusterIssuer", reissued.keyB64)
+	sc.w.Forbid("the key of the certificate issued by the ClusterIssuer", reissued.keyB64)
 	t.Logf("cert-manager reissued the client certificate from the ClusterIssuer %s after the switch", time.Since(switched).Round(100*time.Millisecond))
-	sc.readXDS(t, "scenario-mtls-cluster-issuer", checkMutualTLS(routeName+"-"+mtlsBackend, routeName+"-"+keyedBackend, backendCA.certPEM, reissued.certPEM))
+	sc.readXDS(t, "scenario-mtls-cluster-issuer", checkMutualTLS(harness.RouteName+"-"+mtlsBackend, harness.RouteName+"-"+harness.KeyedBackend, backendCA.certPEM, reissued.certPEM))
 	sc.eventually(t, waitSettle, "status.backendTLS without the CA certificate, and no CA Issuer left", func(ctx context.Context) string {
 		gw := sc.gatewayXR(ctx)
 		if gw == nil {
@@ -194,7 +195,7 @@ func TestMutualTLS(t *testing.T) {
 		if ca, _, _ := unstructured.NestedString(gw.Object, "status", "backendTLS", "caCertificate"); ca != "" {
 			return "status.backendTLS.caCertificate still holds the previous CA"
 		}
-		if _, err := sc.get(ctx, gvrIssuer, gatewayNS, clientCAIssuerName); err == nil {
+		if _, err := sc.get(ctx, gvrIssuer, harness.GatewayNS, clientCAIssuerName); err == nil {
 			return "the CA Issuer of caSecretRef is still on the gateway cluster"
 		}
 		return ""
@@ -203,10 +204,10 @@ func TestMutualTLS(t *testing.T) {
 
 	sc.noSecretsInObjects(t, "after mutual TLS")
 	sc.noKeyInLogs(t, clientCA.keyPEM, issued.keyPEM, renewed.keyPEM, corpCA.keyPEM, reissued.keyPEM)
-	sc.w.check(t)
-	obs, viol := sc.w.sidecarSummary()
+	sc.w.Check(t)
+	obs, viol := sc.w.SidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
-	if s := sc.w.sidecarUnexercised(); s != "" {
+	if s := sc.w.SidecarUnexercised(); s != "" {
 		t.Error(s)
 	}
 }
@@ -220,9 +221,9 @@ type longCA struct {
 
 func newLongCA(tb testing.TB, cn string) longCA {
 	tb.Helper()
-	key := newKey(tb)
+	key := harness.NewKey(tb)
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(tb),
+		SerialNumber:          harness.Serial(tb),
 		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
@@ -235,9 +236,9 @@ func newLongCA(tb testing.TB, cn string) longCA {
 		tb.Fatalf("cannot create the %s: %v", cn, err)
 	}
 	cert, err := x509.ParseCertificate(der)
-	must(tb, err)
+	harness.Must(tb, err)
 	kb, err := x509.MarshalPKCS8PrivateKey(key)
-	must(tb, err)
+	harness.Must(tb, err)
 	return longCA{
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}),
@@ -248,7 +249,7 @@ func newLongCA(tb testing.TB, cn string) longCA {
 // certificate returns the gateway's client Certificate on the gateway
 // cluster, or nil.
 func (sc *scenarios) certificate(ctx context.Context) *unstructured.Unstructured {
-	u, err := sc.get(ctx, gvrCertificate, gatewayNS, clientCertName)
+	u, err := sc.get(ctx, gvrCertificate, harness.GatewayNS, clientCertName)
 	if err != nil {
 		return nil
 	}
@@ -270,8 +271,8 @@ type issuedCert struct {
 // client certificate at it instead of caSecretRef.
 func (sc *scenarios) switchToClusterIssuer(t *testing.T, ca longCA) {
 	t.Helper()
-	sc.c.namespace(sc.ctx, "cert-manager")
-	sc.c.apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
+	sc.c.Namespace(sc.ctx, "cert-manager")
+	sc.c.Apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
 		"metadata": map[string]any{"name": "corp-ca", "namespace": "cert-manager"},
 		"data": map[string]any{
@@ -283,9 +284,9 @@ func (sc *scenarios) switchToClusterIssuer(t *testing.T, ca longCA) {
 		"metadata": map[string]any{"name": "corp-ca"},
 		"spec":     map[string]any{"ca": map[string]any{"secretName": "corp-ca"}},
 	}})
-	sc.w.forbid("the key of the corp CA", base64.StdEncoding.EncodeToString(ca.keyPEM))
+	sc.w.Forbid("the key of the corp CA", base64.StdEncoding.EncodeToString(ca.keyPEM))
 	sc.eventually(t, waitSettle, "the ClusterIssuer corp-ca Ready", func(ctx context.Context) string {
-		u, err := sc.c.dyn.Resource(gvrClusterIssuer).Get(ctx, "corp-ca", metav1.GetOptions{})
+		u, err := sc.c.Dyn.Resource(gvrClusterIssuer).Get(ctx, "corp-ca", metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}
@@ -297,7 +298,7 @@ func (sc *scenarios) switchToClusterIssuer(t *testing.T, ca longCA) {
 // clientCertBy returns the issued certificate once the one in the Secret
 // is a client certificate of ca.
 func (sc *scenarios) clientCertBy(ctx context.Context, ca longCA) (issuedCert, error) {
-	s, err := sc.get(ctx, gvrSecret, gatewayNS, clientCertName)
+	s, err := sc.get(ctx, harness.GVRSecret, harness.GatewayNS, clientCertName)
 	if err != nil {
 		return issuedCert{}, fmt.Errorf("cannot read the issued Secret: %w", err)
 	}
@@ -309,9 +310,9 @@ func (sc *scenarios) clientCertBy(ctx context.Context, ca longCA) (issuedCert, e
 // reader's CA: cert-manager's CA Issuer signed it, not something else.
 func (sc *scenarios) issuedClientCert(t *testing.T, ca longCA) issuedCert {
 	t.Helper()
-	s, err := sc.get(sc.ctx, gvrSecret, gatewayNS, clientCertName)
+	s, err := sc.get(sc.ctx, harness.GVRSecret, harness.GatewayNS, clientCertName)
 	if err != nil {
-		t.Fatalf("cannot read the issued Secret %s/%s: %v", gatewayNS, clientCertName, err)
+		t.Fatalf("cannot read the issued Secret %s/%s: %v", harness.GatewayNS, clientCertName, err)
 	}
 	c, err := verifyIssued(s, ca)
 	if err != nil {
@@ -351,7 +352,7 @@ func verifyIssued(s *unstructured.Unstructured, ca longCA) (issuedCert, error) {
 // backendAccepted says what keeps Envoy Gateway from accepting a Backend
 // of the team's namespace, or "".
 func (sc *scenarios) backendAccepted(ctx context.Context, name string) string {
-	u, err := sc.get(ctx, gvrBackend, names.TeamNamespace(teamControlNS), name)
+	u, err := sc.get(ctx, harness.GVRBackend, names.TeamNamespace(harness.TeamControlNS), name)
 	if err != nil {
 		return fmt.Sprintf("Backend %s: %v", name, err)
 	}
@@ -365,8 +366,8 @@ func (sc *scenarios) backendAccepted(ctx context.Context, name string) string {
 // backend the issued certificate's Secret.
 func (sc *scenarios) checkEnvoyProxyPresents(t *testing.T) {
 	t.Helper()
-	ep, err := sc.get(sc.ctx, gvrEnvoyProxy, gatewayNS, gatewayXRName)
-	must(t, err)
+	ep, err := sc.get(sc.ctx, harness.GVREnvoyProxy, harness.GatewayNS, harness.GatewayXRName)
+	harness.Must(t, err)
 	ref, _, _ := unstructured.NestedMap(ep.Object, "spec", "backendTLS", "clientCertificateRef")
 	if ref["name"] != clientCertName {
 		t.Errorf("the EnvoyProxy's spec.backendTLS.clientCertificateRef is %v, want the Secret %s", ref, clientCertName)
@@ -380,11 +381,11 @@ func (sc *scenarios) renewCertificate(t *testing.T) {
 	if u == nil {
 		t.Fatal("cannot find the client Certificate to renew")
 	}
-	setCondition(u, map[string]any{
+	harness.SetCondition(u, map[string]any{
 		"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
 		"message": "Certificate re-issuance manually triggered", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 	})
-	if _, err := sc.c.dyn.Resource(gvrCertificate).Namespace(gatewayNS).UpdateStatus(sc.ctx, u, metav1.UpdateOptions{}); err != nil {
+	if _, err := sc.c.Dyn.Resource(gvrCertificate).Namespace(harness.GatewayNS).UpdateStatus(sc.ctx, u, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("cannot set the Certificate's Issuing condition: %v", err)
 	}
 }
@@ -392,21 +393,21 @@ func (sc *scenarios) renewCertificate(t *testing.T) {
 // noFalseSince fails the test for any GatewayReady or RoutingReady
 // transition away from True the world recorded since start. The window
 // ends now: a replay of Crossplane's still pending is waited out first
-// (replay_test.go), and checked here if it stands as the verdict.
+// (harness/replay.go), and checked here if it stands as the verdict.
 func (sc *scenarios) noFalseSince(t *testing.T, start time.Time, what string) {
 	t.Helper()
-	sc.w.awaitReplays(sc.ctx, time.Now())
-	gw, _ := sc.w.transitions()
+	sc.w.AwaitReplays(sc.ctx, time.Now())
+	gw, _ := sc.w.Transitions()
 	for _, tr := range gw {
-		if tr.at.After(start) && tr.status != "True" {
-			t.Errorf("%s: GatewayReady went %s (%s) at %s: %s", what, tr.status, tr.reason, tr.at.Format("15:04:05.000"), tr.message)
+		if tr.At.After(start) && tr.Status != "True" {
+			t.Errorf("%s: GatewayReady went %s (%s) at %s: %s", what, tr.Status, tr.Reason, tr.At.Format("15:04:05.000"), tr.Message)
 		}
 	}
-	for r, ts := range sc.w.allRouteTransitions() {
+	for r, ts := range sc.w.AllRouteTransitions() {
 		failed := false
 		for _, tr := range ts {
-			if tr.at.After(start) && tr.status != "True" {
-				t.Errorf("%s: ModelRoute %s went RoutingReady=%s (%s) at %s: %s", what, r, tr.status, tr.reason, tr.at.Format("15:04:05.000"), tr.message)
+			if tr.At.After(start) && tr.Status != "True" {
+				t.Errorf("%s: ModelRoute %s went RoutingReady=%s (%s) at %s: %s", what, r, tr.Status, tr.Reason, tr.At.Format("15:04:05.000"), tr.Message)
 				failed = true
 			}
 		}
@@ -415,7 +416,7 @@ func (sc *scenarios) noFalseSince(t *testing.T, start time.Time, what string) {
 			// not settled when this one began.
 			from := start.Add(-30 * time.Second)
 			t.Logf("%s: seconds from %s, GatewayReady:\n%sRoutingReady of %s:\n%s", what, start.Format("15:04:05.000"),
-				formatTransitions(start, since(gw, from)), r, formatTransitions(start, since(ts, from)))
+				harness.FormatTransitions(start, since(gw, from)), r, harness.FormatTransitions(start, since(ts, from)))
 		}
 	}
 }
@@ -425,7 +426,7 @@ func (sc *scenarios) noFalseSince(t *testing.T, start time.Time, what string) {
 func (sc *scenarios) noKeyInLogs(t *testing.T, keys ...[]byte) {
 	t.Helper()
 	for _, name := range []string{"function", "crossplane", "provider-kubernetes"} {
-		b, err := os.ReadFile(filepath.Join(sc.c.ps.logDir, name+".log"))
+		b, err := os.ReadFile(filepath.Join(sc.c.Procs.LogDir, name+".log"))
 		if err != nil {
 			t.Errorf("cannot read the %s log: %v", name, err)
 			continue

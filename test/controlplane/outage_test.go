@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // How ModelRoutes follow an outage of their gateway (issue 32, item 6).
@@ -58,13 +59,13 @@ const (
 
 // statusAt returns the status the last transition at or before at set,
 // or "" if none did.
-func statusAt(ts []transition, at time.Time) string {
+func statusAt(ts []harness.Transition, at time.Time) string {
 	st := ""
 	for _, tr := range ts {
-		if tr.at.After(at) {
+		if tr.At.After(at) {
 			break
 		}
-		st = tr.status
+		st = tr.Status
 	}
 	return st
 }
@@ -93,15 +94,15 @@ type routeFollow struct {
 // followOutage reads rt, one route's RoutingReady transitions, against
 // gw, its gateway's GatewayReady transitions, for the outage from gf to
 // gr, up to end (when the record was read).
-func followOutage(gw, rt []transition, gf, gr, end time.Time) routeFollow {
+func followOutage(gw, rt []harness.Transition, gf, gr, end time.Time) routeFollow {
 	var f routeFollow
 	downAt := time.Time{}
 	if statusAt(rt, gf) == "False" {
 		downAt = gf
 	} else {
 		for _, tr := range rt {
-			if tr.status == "False" && !tr.at.Before(gf) && tr.at.Before(gr) {
-				downAt = tr.at
+			if tr.Status == "False" && !tr.At.Before(gf) && tr.At.Before(gr) {
+				downAt = tr.At
 				break
 			}
 		}
@@ -109,11 +110,11 @@ func followOutage(gw, rt []transition, gf, gr, end time.Time) routeFollow {
 	if !downAt.IsZero() {
 		f.wentDown, f.down = true, downAt.Sub(gf)
 		for _, tr := range rt {
-			if tr.status == "True" && tr.at.After(downAt) {
-				f.cameUp, f.up = true, tr.at.Sub(gr)
+			if tr.Status == "True" && tr.At.After(downAt) {
+				f.cameUp, f.up = true, tr.At.Sub(gr)
 				for _, g := range gw {
-					if g.status == "True" && !g.at.Before(gr) {
-						f.early = tr.rv != 0 && g.rv != 0 && tr.rv < g.rv
+					if g.Status == "True" && !g.At.Before(gr) {
+						f.early = tr.RV != 0 && g.RV != 0 && tr.RV < g.RV
 						break
 					}
 				}
@@ -122,26 +123,26 @@ func followOutage(gw, rt []transition, gf, gr, end time.Time) routeFollow {
 		}
 	}
 	for i, tr := range rt {
-		if tr.status != "False" || tr.at.Before(gr) || tr.at.After(end) || (i > 0 && rt[i-1].status == "False") || statusAt(gw, tr.at) != "True" {
+		if tr.Status != "False" || tr.At.Before(gr) || tr.At.After(end) || (i > 0 && rt[i-1].Status == "False") || statusAt(gw, tr.At) != "True" {
 			continue
 		}
 		// It ends when the route is True again, or when the gateway
 		// leaves True, which makes the False true.
-		s := staleFalse{from: tr.at, open: true}
+		s := staleFalse{from: tr.At, open: true}
 		until := end
 		for _, n := range rt[i+1:] {
-			if n.status != "False" && !n.at.After(end) {
-				until, s.open = n.at, false
+			if n.Status != "False" && !n.At.After(end) {
+				until, s.open = n.At, false
 				break
 			}
 		}
 		for _, g := range gw {
-			if g.at.After(tr.at) && g.at.Before(until) && g.status != "True" {
-				until, s.open = g.at, false
+			if g.At.After(tr.At) && g.At.Before(until) && g.Status != "True" {
+				until, s.open = g.At, false
 				break
 			}
 		}
-		s.lasted = until.Sub(tr.at)
+		s.lasted = until.Sub(tr.At)
 		f.stale = append(f.stale, s)
 	}
 	return f
@@ -167,11 +168,11 @@ const heardLead = time.Minute
 // guard failed. Any other early True was not the function's: it was
 // Crossplane re-applying the condition it had cached, from an XR its cache
 // had not caught up on (crossplane/crossplane#7062), which stood past
-// replayBound because the API server was slow to take the reconcile's
-// status update (replay_test.go). Such a True is taken out of rt and how
+// ReplayBound because the API server was slow to take the reconcile's
+// status update (harness/replay.go). Such a True is taken out of rt and how
 // long it stood returned; what is left is judged as the function's
 // verdicts. A True the function did compute stays, and fails problems.
-func followComputed(gw, rt []transition, gf, gr, end time.Time, fn []fnVerdict) (routeFollow, []time.Duration) {
+func followComputed(gw, rt []harness.Transition, gf, gr, end time.Time, fn []harness.FnVerdict) (routeFollow, []time.Duration) {
 	var replays []time.Duration
 	for {
 		f := followOutage(gw, rt, gf, gr, end)
@@ -180,28 +181,28 @@ func followComputed(gw, rt []transition, gf, gr, end time.Time, fn []fnVerdict) 
 		}
 		// The True followOutage took for the route's return (f.up is its
 		// time less gr).
-		i := slices.IndexFunc(rt, func(tr transition) bool { return tr.status == "True" && tr.at.Sub(gr) == f.up })
-		if i < 0 || computedTrue(fn, gf.Add(-heardLead), rt[i].at, readGatewayFalse) {
+		i := slices.IndexFunc(rt, func(tr harness.Transition) bool { return tr.Status == "True" && tr.At.Sub(gr) == f.up })
+		if i < 0 || computedTrue(fn, gf.Add(-heardLead), rt[i].At, readGatewayFalse) {
 			return f, replays
 		}
 		until := end
 		if i+1 < len(rt) {
-			until = rt[i+1].at
+			until = rt[i+1].At
 		}
-		replays = append(replays, until.Sub(rt[i].at))
+		replays = append(replays, until.Sub(rt[i].At))
 		rt = slices.Delete(slices.Clone(rt), i, i+1)
 	}
 }
 
 // computedTrue reports whether fn has the function compute True, up to
 // to, after a call from `from` on that heard of the outage.
-func computedTrue(fn []fnVerdict, from, to time.Time, heard func(fnVerdict) bool) bool {
+func computedTrue(fn []harness.FnVerdict, from, to time.Time, heard func(harness.FnVerdict) bool) bool {
 	h := false
 	for _, v := range fn {
-		if v.at.Before(from) || v.at.After(to) {
+		if v.At.Before(from) || v.At.After(to) {
 			continue
 		}
-		if h && v.ready {
+		if h && v.Ready {
 			return true
 		}
 		h = h || heard(v)
@@ -211,11 +212,11 @@ func computedTrue(fn []fnVerdict, from, to time.Time, heard func(fnVerdict) bool
 
 // readGatewayFalse: a ModelRoute's call that read its gateway as not
 // ready heard of the gateway's outage.
-func readGatewayFalse(v fnVerdict) bool { return v.gatewayFalse }
+func readGatewayFalse(v harness.FnVerdict) bool { return v.GatewayFalse }
 
 // saidFalse: an InferenceGateway's call that said GatewayReady=False heard
 // of its own outage.
-func saidFalse(v fnVerdict) bool { return !v.ready }
+func saidFalse(v harness.FnVerdict) bool { return !v.Ready }
 
 // gatewayComputed returns gw, the gateway's recorded GatewayReady
 // transitions (recorded whole, replays included: onGateway), without the
@@ -225,14 +226,14 @@ func saidFalse(v fnVerdict) bool { return !v.ready }
 // that had not caught up on its own False (crossplane/crossplane#7062);
 // under load it can stand for seconds, and holdOutage would take it for
 // the gateway's verdict and stop holding.
-func gatewayComputed(gw []transition, gf time.Time, fn []fnVerdict) ([]transition, []time.Duration) {
-	var kept []transition
+func gatewayComputed(gw []harness.Transition, gf time.Time, fn []harness.FnVerdict) ([]harness.Transition, []time.Duration) {
+	var kept []harness.Transition
 	var replays []time.Duration
 	for i, tr := range gw {
-		if tr.status == "True" && !tr.at.Before(gf) && !computedTrue(fn, gf.Add(-heardLead), tr.at, saidFalse) {
+		if tr.Status == "True" && !tr.At.Before(gf) && !computedTrue(fn, gf.Add(-heardLead), tr.At, saidFalse) {
 			var stood time.Duration
 			if i+1 < len(gw) {
-				stood = gw[i+1].at.Sub(tr.at)
+				stood = gw[i+1].At.Sub(tr.At)
 			}
 			replays = append(replays, stood)
 			continue
@@ -247,15 +248,15 @@ func gatewayComputed(gw []transition, gf time.Time, fn []fnVerdict) ([]transitio
 // (gatewayComputed), and how long each of those stood. If the function's
 // log cannot be read it fails t and returns the record whole, so that
 // every True counts.
-func (sc *scenarios) gatewayRecord(t *testing.T, gf time.Time) ([]transition, []time.Duration) {
+func (sc *scenarios) gatewayRecord(t *testing.T, gf time.Time) ([]harness.Transition, []time.Duration) {
 	t.Helper()
-	gw, _ := sc.w.transitions()
-	fn, err := sc.c.functionVerdicts("InferenceGateway", gateway.ConditionType, gf.Add(-heardLead), time.Now())
+	gw, _ := sc.w.Transitions()
+	fn, err := sc.c.FunctionVerdicts("InferenceGateway", gateway.ConditionType, gf.Add(-heardLead), time.Now())
 	if err != nil {
 		t.Errorf("cannot tell Crossplane's replays of GatewayReady from the function's verdicts: %v", err)
 		return gw, nil
 	}
-	return gatewayComputed(gw, gf, fn[gatewayXRName])
+	return gatewayComputed(gw, gf, fn[harness.GatewayXRName])
 }
 
 // problems says which promise of a held outage the route broke: it must
@@ -308,7 +309,7 @@ func (sc *scenarios) holdOutage(t *testing.T, names []string, gf time.Time) {
 		}
 		var up []string
 		for _, n := range names {
-			if f := followOutage(gw, sc.w.routeTransitions(teamControlNS, n), gf, time.Now(), time.Now()); !f.wentDown {
+			if f := followOutage(gw, sc.w.RouteTransitions(harness.TeamControlNS, n), gf, time.Now(), time.Now()); !f.wentDown {
 				up = append(up, n)
 			}
 		}
@@ -339,18 +340,18 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 	t.Helper()
 	var (
 		follows   map[string]routeFollow
-		gw        []transition
+		gw        []harness.Transition
 		gwReplays []time.Duration
-		rts       map[string][]transition
+		rts       map[string][]harness.Transition
 		now       time.Time
 	)
 	for {
 		now = time.Now()
 		gw, gwReplays = sc.gatewayRecord(t, gf)
-		follows, rts = map[string]routeFollow{}, map[string][]transition{}
+		follows, rts = map[string]routeFollow{}, map[string][]harness.Transition{}
 		open := false
 		for _, n := range names {
-			rts[n] = sc.w.routeTransitions(teamControlNS, n)
+			rts[n] = sc.w.RouteTransitions(harness.TeamControlNS, n)
 			f := followOutage(gw, rts[n], gf, gr, now)
 			follows[n] = f
 			open = open || f.openStale(staleFalseBound)
@@ -367,7 +368,7 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 	// Which Trues before the gateway's were the function's: by its log,
 	// read once the record is complete. Unread, every such True stays the
 	// function's and fails.
-	verdicts, err := sc.c.functionVerdicts("ModelRoute", "RoutingReady", gf.Add(-heardLead), now)
+	verdicts, err := sc.c.FunctionVerdicts("ModelRoute", "RoutingReady", gf.Add(-heardLead), now)
 	if err != nil {
 		t.Errorf("cannot tell Crossplane's replays from the function's verdicts in the outage: %v", err)
 	}
@@ -386,7 +387,7 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 					longestReplay = max(longestReplay, d)
 				}
 				t.Logf("UPSTREAM crossplane/crossplane#7062: ModelRoute %s showed RoutingReady=True while its gateway was not ready, for %v, which the function never computed (by its log, no RoutingReady=True after it read the gateway as not ready): Crossplane re-applied the condition from a stale cache, and the API server took its status update more than %s later",
-					n, replays, replayBound)
+					n, replays, harness.ReplayBound)
 			}
 		}
 		if len(f.stale) > 0 {
@@ -396,7 +397,7 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 				spells = append(spells, fmt.Sprintf("at %s for %s (open %t)", s.from.Format("15:04:05.000"), s.lasted.Round(time.Millisecond), s.open))
 			}
 			t.Logf("ModelRoute %s went RoutingReady=False after its gateway was True again: %s; its transitions since the outage began:\n%s",
-				n, strings.Join(spells, ", "), formatTransitions(gf, since(sc.w.routeTransitions(teamControlNS, n), gf)))
+				n, strings.Join(spells, ", "), harness.FormatTransitions(gf, since(sc.w.RouteTransitions(harness.TeamControlNS, n), gf)))
 		}
 		// A route True again before its gateway said RoutingReady while
 		// its gateway was not ready, which "comes back after" accepts:
@@ -405,7 +406,7 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 			early++
 			earliest = max(earliest, -f.up)
 			t.Logf("ModelRoute %s went RoutingReady=True before its gateway's GatewayReady=True, while the gateway was not ready; its transitions since the outage began:\n%s",
-				n, formatTransitions(gf, since(sc.w.routeTransitions(teamControlNS, n), gf)))
+				n, harness.FormatTransitions(gf, since(sc.w.RouteTransitions(harness.TeamControlNS, n), gf)))
 		}
 		for _, s := range f.stale {
 			longest = max(longest, s.lasted)
@@ -417,17 +418,17 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 			t.Errorf("ModelRoute %s, for GatewayReady=False from %s for %s: %s", n, gf.Format("15:04:05.000"), gr.Sub(gf).Round(time.Millisecond), strings.Join(ps, "; "))
 		}
 	}
-	sc.sp.record(key, "gateway-not-ready-seconds", seconds(gr.Sub(gf)))
-	sc.sp.record(key, "routes-stale-false", float64(staleRoutes))
-	sc.sp.record(key, "stale-false-max-seconds", seconds(longest))
-	sc.sp.record(key, "routes-true-before-gateway", float64(early))
-	sc.sp.record(key, "true-before-gateway-max-seconds", seconds(earliest))
+	sc.sp.Record(key, "gateway-not-ready-seconds", seconds(gr.Sub(gf)))
+	sc.sp.Record(key, "routes-stale-false", float64(staleRoutes))
+	sc.sp.Record(key, "stale-false-max-seconds", seconds(longest))
+	sc.sp.Record(key, "routes-true-before-gateway", float64(early))
+	sc.sp.Record(key, "true-before-gateway-max-seconds", seconds(earliest))
 	if len(gwReplays) > 0 {
 		t.Logf("UPSTREAM crossplane/crossplane#7062: the InferenceGateway showed GatewayReady=True in its outage for %v, which the function never computed (by its log, no GatewayReady=True after it said False): Crossplane re-applied the condition from a stale cache", gwReplays)
 	}
-	sc.sp.record(key, "gateway-replayed-true", float64(len(gwReplays)))
-	sc.sp.record(key, "routes-replayed-true-before-gateway", float64(replayedRoutes))
-	sc.sp.record(key, "replayed-true-before-gateway-max-seconds", seconds(longestReplay))
+	sc.sp.Record(key, "gateway-replayed-true", float64(len(gwReplays)))
+	sc.sp.Record(key, "routes-replayed-true-before-gateway", float64(replayedRoutes))
+	sc.sp.Record(key, "replayed-true-before-gateway-max-seconds", seconds(longestReplay))
 	t.Logf("%s: GatewayReady=False for %s; %d of %d ModelRoutes went RoutingReady=False after it was True again, the longest for %s (bound %s)",
 		key, gr.Sub(gf).Round(100*time.Millisecond), staleRoutes, len(names), longest.Round(100*time.Millisecond), staleFalseBound)
 	return follows
@@ -436,13 +437,13 @@ func (sc *scenarios) checkFollow(t *testing.T, key string, names []string, gf, g
 // trueThroughout returns "" if ts, a route's recorded RoutingReady
 // transitions, say it was True at from and stayed True until to, or what
 // broke that.
-func trueThroughout(ts []transition, from, to time.Time) string {
+func trueThroughout(ts []harness.Transition, from, to time.Time) string {
 	if st := statusAt(ts, from); st != "True" {
 		return fmt.Sprintf("RoutingReady was %q at the start, by the recorded transitions", st)
 	}
 	for _, tr := range ts {
-		if tr.at.After(from) && !tr.at.After(to) && tr.status != "True" {
-			return fmt.Sprintf("RoutingReady=%s (%s) at +%.1fs: %s", tr.status, tr.reason, seconds(tr.at.Sub(from)), tr.message)
+		if tr.At.After(from) && !tr.At.After(to) && tr.Status != "True" {
+			return fmt.Sprintf("RoutingReady=%s (%s) at +%.1fs: %s", tr.Status, tr.Reason, seconds(tr.At.Sub(from)), tr.Message)
 		}
 	}
 	return ""
@@ -457,7 +458,7 @@ func (sc *scenarios) recordedGateway(t *testing.T, from time.Time, status string
 	t.Helper()
 	var at time.Time
 	sc.eventually(t, waitSettle, "a recorded GatewayReady="+status+" transition", func(context.Context) string {
-		gw, _ := sc.w.transitions()
+		gw, _ := sc.w.Transitions()
 		if status == "True" {
 			// Not a True the function never computed (gatewayComputed).
 			gw, _ = sc.gatewayRecord(t, from)

@@ -25,6 +25,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
@@ -72,7 +73,7 @@ func sectionSteps(page []byte, section string) (map[int][]codeBlock, error) {
 // provider-kubernetes, the Function and the Configuration) are the
 // suite's own: it runs the provider and the function out of cluster under
 // the names deploy/control-plane gives them, applies its
-// ClusterProviderConfig and dry-runs the rest (dryRunControlPlane).
+// ClusterProviderConfig and dry-runs the rest (DryRunControlPlane).
 var quickStartShape = map[int][]string{
 	3: {"sh", "yaml"},
 	4: {"sh", "yaml"},
@@ -105,9 +106,9 @@ func readQuickStart(t *testing.T) map[int][]codeBlock {
 func readSection(t *testing.T, path, section string) map[int][]codeBlock {
 	t.Helper()
 	root, err := toolchain.Root()
-	must(t, err)
+	harness.Must(t, err)
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path)))
-	must(t, err)
+	harness.Must(t, err)
 	steps, err := sectionSteps(b, section)
 	if err != nil {
 		t.Fatalf("cannot read %s: %v", path, err)
@@ -138,11 +139,11 @@ func TestQuickStart(t *testing.T) {
 		if n == 3 {
 			// The callers' keys the reader made: no Object, XR or xDS
 			// dump may hold them.
-			s, err := sc.get(sc.ctx, gvrSecret, objectNS, "platform-callers")
-			must(t, err)
+			s, err := sc.get(sc.ctx, harness.GVRSecret, harness.ObjectNS, "platform-callers")
+			harness.Must(t, err)
 			data, _, _ := unstructured.NestedStringMap(s.Object, "data")
 			for client, key := range data {
-				sc.w.forbid("the key of caller "+client, key)
+				sc.w.Forbid("the key of caller "+client, key)
 			}
 		}
 	}
@@ -159,7 +160,7 @@ func TestQuickStart(t *testing.T) {
 
 	// Step 5: what the reader sees.
 	out := r.run(t, "the Quick start, step 5", steps[5][0].text, nil)
-	for _, want := range []string{gatewayXRName, routeName, "envoy-deployment"} {
+	for _, want := range []string{harness.GatewayXRName, harness.RouteName, "envoy-deployment"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("step 5 printed no %q:\n%s", want, out)
 		}
@@ -173,7 +174,7 @@ func TestQuickStart(t *testing.T) {
 		switch {
 		case len(f) > 0 && f[0] == "NAME":
 			header = f
-		case len(f) == len(header) && (f[0] == gatewayXRName || f[0] == routeName):
+		case len(f) == len(header) && (f[0] == harness.GatewayXRName || f[0] == harness.RouteName):
 			for i, h := range header {
 				if h == "GATEWAY-READY" || h == "ROUTING-READY" {
 					ready[h] = f[i]
@@ -192,8 +193,8 @@ func TestQuickStart(t *testing.T) {
 	hostname, _, _ := unstructured.NestedString(gw.Object, "spec", "hostname")
 	base, _, _ := unstructured.NestedString(gw.Object, "status", "endpoints", "openAI")
 	model, _, _ := unstructured.NestedString(rt.Object, "status", "model")
-	secret, err := sc.get(sc.ctx, gvrSecret, objectNS, "platform-callers")
-	must(t, err)
+	secret, err := sc.get(sc.ctx, harness.GVRSecret, harness.ObjectNS, "platform-callers")
+	harness.Must(t, err)
 	data, _, _ := unstructured.NestedStringMap(secret.Object, "data")
 	clients := slices.Sorted(maps.Keys(data))
 	if len(calls) != 2 {
@@ -234,8 +235,8 @@ func TestQuickStart(t *testing.T) {
 	t.Logf("step 6's call to %s as caller %s for model %q: Envoy is told to check the caller's key and route the model on the https listener of %s", call.url, client, model, hostname)
 
 	sc.noSecretsInObjects(t, "after the Quick start")
-	sc.w.check(t)
-	obs, viol := sc.w.sidecarSummary()
+	sc.w.Check(t)
+	obs, viol := sc.w.SidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
 	if obs == 0 {
 		t.Errorf("the sidecar invariant was never checked")
@@ -276,35 +277,35 @@ func newReader(t *testing.T, sc *scenarios) *reader {
 	bin := filepath.Join(dir, "bin")
 	r := &reader{dir: dir, curlDir: filepath.Join(dir, "curl-calls")}
 	for _, d := range []string{bin, r.curlDir} {
-		must(t, os.MkdirAll(d, 0o755))
+		harness.Must(t, os.MkdirAll(d, 0o755))
 	}
-	must(t, os.Symlink(sc.c.bins[toolKubectl.name], filepath.Join(bin, "kubectl")))
-	must(t, os.Symlink(sc.c.bins["crossplane-cli"], filepath.Join(bin, "crossplane")))
+	harness.Must(t, os.Symlink(sc.c.Bins[harness.ToolKubectl.Name], filepath.Join(bin, "kubectl")))
+	harness.Must(t, os.Symlink(sc.c.Bins["crossplane-cli"], filepath.Join(bin, "crossplane")))
 	// curl writes its arguments, NUL-separated, one file per call.
-	writeFile(t, filepath.Join(bin, "curl"), []byte(`#!/usr/bin/env bash
+	harness.WriteFile(t, filepath.Join(bin, "curl"), []byte(`#!/usr/bin/env bash
 n=$(ls "$QUICKSTART_CURL_DIR" | wc -l)
 printf '%s\0' "$@" > "$QUICKSTART_CURL_DIR/call-$n"
 `))
-	must(t, os.Chmod(filepath.Join(bin, "curl"), 0o755))
+	harness.Must(t, os.Chmod(filepath.Join(bin, "curl"), 0o755))
 	if _, err := exec.LookPath("openssl"); err != nil {
 		// Step 3 makes the callers' keys with openssl rand -hex; a
 		// machine without openssl gets that much of it.
-		writeFile(t, filepath.Join(bin, "openssl"), []byte(`#!/usr/bin/env bash
+		harness.WriteFile(t, filepath.Join(bin, "openssl"), []byte(`#!/usr/bin/env bash
 [ "$1 $2" = "rand -hex" ] || { echo "this stand-in only does rand -hex N" >&2; exit 1; }
 od -An -tx1 -N"$3" /dev/urandom | tr -d ' \n'
 `))
-		must(t, os.Chmod(filepath.Join(bin, "openssl"), 0o755))
+		harness.Must(t, os.Chmod(filepath.Join(bin, "openssl"), 0o755))
 	}
 	cert := selfSigned(t, "llm.example.com", time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
-	sc.w.forbid("the private key of the Quick start's TLS certificate", base64.StdEncoding.EncodeToString(cert.keyPEM))
-	writeFile(t, filepath.Join(dir, "tls.crt"), cert.certPEM)
-	writeFile(t, filepath.Join(dir, "tls.key"), cert.keyPEM)
+	sc.w.Forbid("the private key of the Quick start's TLS certificate", base64.StdEncoding.EncodeToString(cert.KeyPEM))
+	harness.WriteFile(t, filepath.Join(dir, "tls.crt"), cert.CertPEM)
+	harness.WriteFile(t, filepath.Join(dir, "tls.key"), cert.KeyPEM)
 	key := base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("sk-or-quickstart-%d", time.Now().UnixNano())))
 	plain, _ := base64.StdEncoding.DecodeString(key)
-	sc.w.forbid("the Quick start's OpenRouter key", key)
+	sc.w.Forbid("the Quick start's OpenRouter key", key)
 	r.env = append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+sc.c.kubeconfig,
+		"KUBECONFIG="+sc.c.Kubeconfig,
 		"QUICKSTART_CURL_DIR="+r.curlDir,
 		"OPENROUTER_API_KEY="+string(plain),
 	)
@@ -374,7 +375,7 @@ func (r *reader) curlCalls(t *testing.T) []curlCall {
 		if os.IsNotExist(err) {
 			return out
 		}
-		must(t, err)
+		harness.Must(t, err)
 		var c curlCall
 		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 		for j := 0; j < len(args); j++ {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // The scale test's variable, the one it replaced, and its API keys'
@@ -83,10 +84,10 @@ func TestScale(t *testing.T) {
 	}
 	key := fmt.Sprintf("scale-%d", n)
 	sc := bringUp(t)
-	defer sc.sp.write(t)
+	defer sc.sp.Write(t)
 	c, w := sc.c, sc.w
 
-	c.apply(sc.ctx, c.readYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
+	c.Apply(sc.ctx, c.ReadYAMLFile(filepath.Join("example", "gateway", "xr.yaml"))...)
 	sc.eventually(t, waitSettle, "GatewayReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
@@ -94,14 +95,14 @@ func TestScale(t *testing.T) {
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for secret, what := range map[string]string{scaleSecret: "the shared API key", scaleOwnSecret: "the first route's API key"} {
 		k := base64.StdEncoding.EncodeToString([]byte("sk-" + secret + "-" + stamp))
-		w.forbid(what, k)
-		c.apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
+		w.Forbid(what, k)
+		c.Apply(sc.ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Secret",
-			"metadata": map[string]any{"name": secret, "namespace": teamControlNS},
-			"type":     "Opaque", "data": map[string]any{apiKeyField: k},
+			"metadata": map[string]any{"name": secret, "namespace": harness.TeamControlNS},
+			"type":     "Opaque", "data": map[string]any{harness.APIKeyField: k},
 		}})
 	}
-	created, cpu := time.Now(), c.ps.cpu()
+	created, cpu := time.Now(), c.Procs.CPU()
 	names := make([]string, n)
 	createdAt := make(map[string]time.Time, n)
 	for i := range names {
@@ -111,12 +112,12 @@ func TestScale(t *testing.T) {
 			secret = scaleOwnSecret
 		}
 		createdAt[names[i]] = time.Now()
-		c.apply(sc.ctx, keyedRoute(names[i], fmt.Sprintf("m%03d.%s.svc.cluster.local", i, teamControlNS), secret))
+		c.Apply(sc.ctx, keyedRoute(names[i], fmt.Sprintf("m%03d.%s.svc.cluster.local", i, harness.TeamControlNS), secret))
 	}
 	sc.allRouting(t, key, names, created)
-	t.Logf("CPU from the routes' creation until all routed: %s", c.ps.cpu().since(cpu))
+	t.Logf("CPU from the routes' creation until all routed: %s", c.Procs.CPU().Since(cpu))
 	sc.creationReconciles(t, key, createdAt, created)
-	sc.followRollout(t, key, names, created, fmt.Sprintf("%s-upgrade.%d", extProcImage, n), true)
+	sc.followRollout(t, key, names, created, fmt.Sprintf("%s-upgrade.%d", harness.ExtProcImage, n), true)
 	sc.allAccepted(t, key)
 	// After the rollout, so that it changes nothing the at-rest window
 	// measured.
@@ -124,10 +125,10 @@ func TestScale(t *testing.T) {
 	if lasting > 0 {
 		sc.lastingRest(t, key, names, lasting)
 	}
-	w.check(t)
-	obs, viol := w.sidecarSummary()
+	w.Check(t)
+	obs, viol := w.SidecarSummary()
 	t.Logf("sidecar invariant: %d observations, %d violations", obs, viol)
-	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.replaysSeen()))
+	t.Logf("UPSTREAM crossplane/crossplane#7062: conditions Crossplane re-applied from its cache, not judged as verdicts: %s", replaySummary(w.ReplaysSeen()))
 }
 
 // lastingRestWindow reads CONTROLPLANE_SCALE_LASTING_REST: 0 when it is
@@ -160,21 +161,21 @@ func (sc *scenarios) lastingRest(t *testing.T, key string, names []string, windo
 	t.Helper()
 	from := time.Now().Add(driftRoundsPast)
 	t.Logf("waiting %s for the drift checks the rollout and the key rotation caused, then counting the writes for %s", driftRoundsPast, window)
-	sleep(sc.ctx, time.Until(from.Add(window)))
+	harness.Sleep(sc.ctx, time.Until(from.Add(window)))
 	if sc.ctx.Err() != nil {
 		t.Fatal(sc.ctx.Err())
 	}
 	key += "-lasting-rest"
-	writes := sc.c.writesBetween(from, from.Add(window))
-	sc.sp.record(key, "apiserver-writes-per-second-at-rest", writes.total)
-	for k, v := range writes.byClient {
-		sc.sp.record(key, "apiserver-writes-per-second-at-rest-"+k, v)
+	writes := sc.c.WritesBetween(from, from.Add(window))
+	sc.sp.Record(key, "apiserver-writes-per-second-at-rest", writes.Total)
+	for k, v := range writes.ByClient {
+		sc.sp.Record(key, "apiserver-writes-per-second-at-rest-"+k, v)
 	}
 	t.Logf("the rest that lasts, %s to %s after the rollout and the rotation, %d models: writes %s", driftRoundsPast, driftRoundsPast+window, len(names), writes)
 	// The goal is for 100 routes; at rest each route costs the same, so
 	// for N it is in proportion.
-	if goal := 3 * float64(len(names)) / 100; writes.total > goal {
-		t.Logf("GOAL MISSED: %.1f writes a second at the rest that lasts, more than %.1f (3 for 100 routes)", writes.total, goal)
+	if goal := 3 * float64(len(names)) / 100; writes.Total > goal {
+		t.Logf("GOAL MISSED: %.1f writes a second at the rest that lasts, more than %.1f (3 for 100 routes)", writes.Total, goal)
 	}
 	sc.restReconciles(t, key, names, from, from.Add(window))
 }
@@ -186,14 +187,14 @@ func (sc *scenarios) lastingRest(t *testing.T, key string, names []string, windo
 // must all have routed.
 func (sc *scenarios) creationReconciles(t *testing.T, key string, createdAt map[string]time.Time, first time.Time) {
 	t.Helper()
-	calls, err := sc.c.functionCallsByName("ModelRoute", first, time.Now())
+	calls, err := sc.c.FunctionCallsByName("ModelRoute", first, time.Now())
 	if err != nil {
 		t.Errorf("cannot count the ModelRoutes' reconciles while they were created: %v", err)
 		return
 	}
 	ready := make(map[string]time.Time, len(createdAt))
 	for n, at := range createdAt {
-		if r, ok := firstAfter(sc.w.routeTransitions(teamControlNS, n), at, "True"); ok {
+		if r, ok := firstAfter(sc.w.RouteTransitions(harness.TeamControlNS, n), at, "True"); ok {
 			ready[n] = r
 		}
 	}
@@ -206,8 +207,8 @@ func (sc *scenarios) creationReconciles(t *testing.T, key string, createdAt map[
 		return
 	}
 	f, _ := spread(slices.Collect(maps.Values(fnCalls)))
-	sc.sp.record(key, "reconciles-per-route-creation-median", r.median)
-	sc.sp.record(key, "reconciles-per-route-creation-max", r.max)
+	sc.sp.Record(key, "reconciles-per-route-creation-median", r.median)
+	sc.sp.Record(key, "reconciles-per-route-creation-max", r.max)
 	t.Logf("ModelRoute reconciles from creation until first RoutingReady=True, per route: median %.0f, p90 %.0f, max %.0f (function calls: median %.0f, p90 %.0f, max %.0f)",
 		r.median, r.p90, r.max, f.median, f.p90, f.max)
 }
@@ -267,14 +268,14 @@ func spread(vs []int) (distribution, bool) {
 func (sc *scenarios) rotateRouteKey(t *testing.T, key, route, secret string) {
 	t.Helper()
 	rotated := base64.StdEncoding.EncodeToString([]byte("sk-rotated-" + strconv.FormatInt(time.Now().UnixNano(), 36)))
-	sc.w.forbid("the rotated API key of ModelRoute "+route, rotated)
+	sc.w.Forbid("the rotated API key of ModelRoute "+route, rotated)
 	start := time.Now()
 	sc.setAPIKey(t, secret, rotated)
 	sc.eventually(t, waitRotation, "the rotated API key of ModelRoute "+route+" in the gateway cluster's Secret", func(ctx context.Context) string {
 		return sc.routeKeyIs(ctx, route, hostedBackend, rotated)
 	})
 	took := time.Since(start)
-	sc.sp.record(key, "key-rotation-delivered", seconds(took))
+	sc.sp.Record(key, "key-rotation-delivered", seconds(took))
 	t.Logf("the rotated API key of ModelRoute %s reached the gateway cluster's Secret %s after the control plane's changed", route, took.Round(time.Millisecond))
 	sc.noSecretsInObjects(t, "after ModelRoute "+route+"'s API key was rotated")
 }
@@ -301,6 +302,6 @@ func hostedKeyedBackend(secret string) map[string]any {
 		"name":     hostedBackend,
 		"endpoint": map[string]any{"hostname": "openrouter.ai"},
 		"schema":   map[string]any{"name": "OpenAI", "prefix": "/api/v1"},
-		"apiKey":   map[string]any{"secretRef": map[string]any{"name": secret, "key": apiKeyField}},
+		"apiKey":   map[string]any{"secretRef": map[string]any{"name": secret, "key": harness.APIKeyField}},
 	}
 }

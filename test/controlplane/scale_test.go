@@ -12,10 +12,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/route"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // The scale scenario's size: ModelRoutes on the one gateway, and backends
@@ -42,27 +42,6 @@ func waitRoutes(n int) time.Duration {
 	return max(waitScale, waitScale*time.Duration(n)/waitScaleRoutes)
 }
 
-// scale is scenario 7: a new keyed ModelRoute on the ready gateway
-// (newKeyedRoute), then ten ModelRoutes of sixteen backends each. Once all
-// route, a template change rolls Envoy, and every route must follow the
-// gateway down and back up (followRollout).
-func (sc *scenarios) scale(t *testing.T) {
-	sc.newKeyedRoute(t)
-	created, cpu := time.Now(), sc.c.ps.cpu()
-	var names []string
-	for i := range scaleRoutes {
-		name := fmt.Sprintf("scale-%02d", i)
-		names = append(names, name)
-		sc.c.apply(sc.ctx, scaleRoute(name, i))
-	}
-	sc.allRouting(t, "scale", names, created)
-	t.Logf("CPU from the routes' creation until all routed: %s", sc.c.ps.cpu().since(cpu))
-	sc.sp.record("scale", "backends-per-route", scaleBackends)
-	sc.followRollout(t, "scale", names, created, extProcImage+"-upgrade.2", false)
-	sc.allAccepted(t, "scale")
-	sc.w.check(t)
-}
-
 // allRouting waits until every ModelRoute in names is RoutingReady=True,
 // and records how long that took from created.
 func (sc *scenarios) allRouting(t *testing.T, key string, names []string, created time.Time) {
@@ -70,19 +49,19 @@ func (sc *scenarios) allRouting(t *testing.T, key string, names []string, create
 	sc.eventually(t, waitRoutes(len(names)), fmt.Sprintf("all %d ModelRoutes RoutingReady=True", len(names)), func(ctx context.Context) string {
 		var waiting []string
 		for _, n := range names {
-			if lastStatusBefore(sc.w.routeTransitions(teamControlNS, n), time.Now()) != "True" {
+			if lastStatusBefore(sc.w.RouteTransitions(harness.TeamControlNS, n), time.Now()) != "True" {
 				waiting = append(waiting, n)
 			}
 		}
 		if len(waiting) > 0 {
-			r, _ := sc.get(ctx, gvrModelRoute, teamControlNS, waiting[0])
+			r, _ := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, waiting[0])
 			return fmt.Sprintf("%d not routing yet: %v; %s says %s", len(waiting), waiting[:min(10, len(waiting))], waiting[0], wantCondition(r, "RoutingReady", "True"))
 		}
 		return ""
 	})
 	t.Logf("%d ModelRoutes routing %s after they were created", len(names), time.Since(created).Round(time.Second))
-	sc.sp.record(key, "routes", float64(len(names)))
-	sc.sp.record(key, "all-routing-after-creation", seconds(time.Since(created)))
+	sc.sp.Record(key, "routes", float64(len(names)))
+	sc.sp.Record(key, "all-routing-after-creation", seconds(time.Since(created)))
 }
 
 // followGoal is how soon every ModelRoute must follow its gateway's
@@ -121,11 +100,11 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 	c, w := sc.c, sc.w
 	if timed {
 		rest, restFrom, restCPU := sc.restPastBreakers(t)
-		restWrites := c.writesBetween(restFrom, restFrom.Add(restWindow))
-		sc.sp.record(key, evRateAtRest, rest.total)
-		sc.sp.record(key, "apiserver-writes-per-second-at-rest", restWrites.total)
-		for k, v := range restWrites.byClient {
-			sc.sp.record(key, "apiserver-writes-per-second-at-rest-"+k, v)
+		restWrites := c.WritesBetween(restFrom, restFrom.Add(restWindow))
+		sc.sp.Record(key, evRateAtRest, rest.Total)
+		sc.sp.Record(key, "apiserver-writes-per-second-at-rest", restWrites.Total)
+		for k, v := range restWrites.ByClient {
+			sc.sp.Record(key, "apiserver-writes-per-second-at-rest-"+k, v)
 		}
 		objects := sc.countObjects(t)
 		t.Logf("at rest, one gateway and %d models: %s; writes %s, for %d composed Objects (goal: at most %.1f/s, one per Object per minute); CPU %s",
@@ -135,41 +114,41 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 		t.Logf("rolling Envoy with the breakers as the %d routes' creation left them: the routes follow by their held-back looks", len(names))
 	}
 
-	start, err := c.countRequests(sc.ctx)
-	must(t, err)
-	cpu := c.ps.cpu()
-	before := c.modelRouteReconciles(sc.ctx)
+	start, err := c.CountRequests(sc.ctx)
+	harness.Must(t, err)
+	cpu := c.Procs.CPU()
+	before := c.ModelRouteReconciles(sc.ctx)
 	// The kubelet stand-in holds the rollout's new pods, so the gateway
 	// stays not ready until the routes have surely heard of it
 	// (holdOutage).
-	sc.s.kubelet.setHold(true)
+	sc.s.Kubelet.SetHold(true)
 	held := true
 	defer func() {
 		if held {
-			sc.s.kubelet.setHold(false)
+			sc.s.Kubelet.SetHold(false)
 		}
 	}()
-	c.restartAIGateway(sc.ctx, sc.s.up, image)
+	c.RestartAIGateway(sc.ctx, sc.s.Up, image)
 	sc.eventually(t, waitSettle, "GatewayReady=False for the rollout", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "False")
 	})
-	gf := sc.recordedGateway(t, start.at, "False")
+	gf := sc.recordedGateway(t, start.At, "False")
 	sc.holdOutage(t, names, gf)
 	released := time.Now()
-	sc.s.kubelet.setHold(false)
+	sc.s.Kubelet.SetHold(false)
 	held = false
 	sc.eventually(t, waitSettle, "GatewayReady=True after the rollout", func(ctx context.Context) string {
 		return wantCondition(sc.gatewayXR(ctx), gateway.ConditionType, "True")
 	})
 	gr := sc.recordedGateway(t, gf, "True")
-	gw, _ := w.transitions()
+	gw, _ := w.Transitions()
 	if gr.Before(released) {
-		t.Errorf("GatewayReady=True at +%.1fs, before the rollout's held pods were released at +%.1fs", seconds(gr.Sub(start.at)), seconds(released.Sub(start.at)))
+		t.Errorf("GatewayReady=True at +%.1fs, before the rollout's held pods were released at +%.1fs", seconds(gr.Sub(start.At)), seconds(released.Sub(start.At)))
 	}
 	sc.eventually(t, waitRoutes(len(names)), "every ModelRoute RoutingReady=True after the rollout", func(ctx context.Context) string {
 		var waiting []string
 		for _, n := range names {
-			if lastStatusBefore(w.routeTransitions(teamControlNS, n), time.Now()) != "True" {
+			if lastStatusBefore(w.RouteTransitions(harness.TeamControlNS, n), time.Now()) != "True" {
 				waiting = append(waiting, n)
 			}
 		}
@@ -179,17 +158,17 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 		return ""
 	})
 	follows := sc.checkFollow(t, key, names, gf, gr, true)
-	end, err := c.countRequests(sc.ctx)
-	must(t, err)
-	t.Logf("Crossplane during the rollout: %s", c.modelRouteReconciles(sc.ctx).since(before))
-	t.Logf("CPU during the rollout: %s", c.ps.cpu().since(cpu))
+	end, err := c.CountRequests(sc.ctx)
+	harness.Must(t, err)
+	t.Logf("Crossplane during the rollout: %s", c.ModelRouteReconciles(sc.ctx).Since(before))
+	t.Logf("CPU during the rollout: %s", c.Procs.CPU().Since(cpu))
 
-	rel := func(at time.Time) float64 { return seconds(at.Sub(start.at)) }
-	if at, ok := firstAfter(w.objectTransitions(), start.at, "True"); ok {
-		sc.sp.record(key, evObjectReady, rel(at))
+	rel := func(at time.Time) float64 { return seconds(at.Sub(start.At)) }
+	if at, ok := firstAfter(w.ObjectTransitions(), start.At, "True"); ok {
+		sc.sp.Record(key, evObjectReady, rel(at))
 	}
-	sc.sp.record(key, "pods-released", rel(released))
-	sc.sp.record(key, evGatewayReady, rel(gr))
+	sc.sp.Record(key, "pods-released", rel(released))
+	sc.sp.Record(key, evGatewayReady, rel(gr))
 	var downs, ups []float64
 	var stayed []string
 	for _, n := range names {
@@ -206,15 +185,15 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 			ups = append(ups, seconds(max(f.up, 0)))
 		}
 	}
-	t.Logf("GatewayReady transitions since the rollout began:\n%s", formatTransitions(start.at, since(gw, start.at)))
+	t.Logf("GatewayReady transitions since the rollout began:\n%s", harness.FormatTransitions(start.At, since(gw, start.At)))
 	for i, n := range names {
 		if i == 0 || slices.Contains(stayed, n) && i < 3 {
 			t.Logf("ModelRoute %s: RoutingReady transitions:\n%s\nevents that cost its breaker tokens:\n%s\nthe function's last calls for it:\n%s", n,
-				formatTransitions(start.at, since(w.routeTransitions(teamControlNS, n), start.at)), w.spendsBetween(teamControlNS+"/"+n, start.at, end.at),
-				c.functionCalls(n, 8))
+				harness.FormatTransitions(start.At, since(w.RouteTransitions(harness.TeamControlNS, n), start.At)), w.SpendsBetween(harness.TeamControlNS+"/"+n, start.At, end.At),
+				c.FunctionCalls(n, 8))
 		}
 	}
-	sc.logCircuitOpen(t, names, start.at)
+	sc.logCircuitOpen(t, names, start.At)
 	t.Logf("GatewayReady=False from +%.1fs to +%.1fs (the new pods held until +%.1fs); %d of %d ModelRoutes went RoutingReady=False meanwhile",
 		rel(gf), rel(gr), rel(released), len(downs), len(names))
 	goal := followGoal(len(names))
@@ -224,26 +203,26 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 		}
 		slices.Sort(lags)
 		last := lags[len(lags)-1]
-		sc.sp.record(key, "routing-ready-"+what+"-after-gateway-max", last)
-		sc.sp.record(key, "routing-ready-"+what+"-after-gateway-median", lags[len(lags)/2])
+		sc.sp.Record(key, "routing-ready-"+what+"-after-gateway-max", last)
+		sc.sp.Record(key, "routing-ready-"+what+"-after-gateway-median", lags[len(lags)/2])
 		t.Logf("RoutingReady followed GatewayReady %s after, seconds: median %.2f, max %.2f (goal %s)", what, lags[len(lags)/2], last, goal)
 		if last > goal.Seconds() {
 			t.Logf("GOAL MISSED: a ModelRoute followed its gateway %s %.2fs after it, more than %s", what, last, goal)
 		}
 	}
 	if len(ups) > 0 {
-		sc.sp.record(key, "last-routing-ready", slices.Max(ups))
+		sc.sp.Record(key, "last-routing-ready", slices.Max(ups))
 	}
-	sc.sp.record(key, "routes-that-followed-the-gateway-down", float64(len(downs)))
-	sc.logBreakers(t, key, names, created, start.at, end.at)
-	r := c.rateBetween(start, end)
-	writes := c.writesBetween(start.at, end.at)
-	sc.sp.record(key, evRateRollout, r.total)
-	sc.sp.record(key, "apiserver-writes-per-second-rollout", writes.total)
-	for k, v := range writes.byClient {
-		sc.sp.record(key, "apiserver-writes-per-second-rollout-"+k, v)
+	sc.sp.Record(key, "routes-that-followed-the-gateway-down", float64(len(downs)))
+	sc.logBreakers(t, key, names, created, start.At, end.At)
+	r := c.RateBetween(start, end)
+	writes := c.WritesBetween(start.At, end.At)
+	sc.sp.Record(key, evRateRollout, r.Total)
+	sc.sp.Record(key, "apiserver-writes-per-second-rollout", writes.Total)
+	for k, v := range writes.ByClient {
+		sc.sp.Record(key, "apiserver-writes-per-second-rollout-"+k, v)
 	}
-	t.Logf("during the rollout: %s; writes %s, over %s", r, writes, end.at.Sub(start.at).Round(time.Second))
+	t.Logf("during the rollout: %s; writes %s, over %s", r, writes, end.At.Sub(start.At).Round(time.Second))
 }
 
 // restReconciles logs, and records under key, how often Crossplane
@@ -257,7 +236,7 @@ func (sc *scenarios) followRollout(t *testing.T, key string, names []string, cre
 // internal/controller/apiextensions/definition/reconciler.go, SelfMapFunc).
 func (sc *scenarios) restReconciles(t *testing.T, key string, names []string, from, to time.Time) {
 	t.Helper()
-	calls, err := sc.c.functionCallsByName("ModelRoute", from, to)
+	calls, err := sc.c.FunctionCallsByName("ModelRoute", from, to)
 	if err != nil {
 		t.Errorf("cannot count the ModelRoutes' reconciles at rest: %v", err)
 		return
@@ -270,17 +249,17 @@ func (sc *scenarios) restReconciles(t *testing.T, key string, names []string, fr
 		rates = append(rates, float64(len(perRoute[n]))/minutes)
 	}
 	slices.Sort(rates)
-	sc.sp.record(key, "modelroute-reconciles-per-minute-at-rest-median", rates[len(rates)/2])
-	sc.sp.record(key, "modelroute-reconciles-per-minute-at-rest-max", rates[len(rates)-1])
+	sc.sp.Record(key, "modelroute-reconciles-per-minute-at-rest-median", rates[len(rates)/2])
+	sc.sp.Record(key, "modelroute-reconciles-per-minute-at-rest-max", rates[len(rates)-1])
 	t.Logf("ModelRoute reconciles at rest, per route per minute: median %.2f, max %.2f (one a minute is the TTL)", rates[len(rates)/2], rates[len(rates)-1])
 	busiest := slices.Clone(names)
 	slices.SortStableFunc(busiest, func(a, b string) int { return len(perRoute[b]) - len(perRoute[a]) })
 	for _, n := range busiest[:min(3, len(busiest))] {
-		u, _ := sc.get(sc.ctx, gvrModelRoute, teamControlNS, n)
+		u, _ := sc.get(sc.ctx, harness.GVRModelRoute, harness.TeamControlNS, n)
 		t.Logf("ModelRoute %s at rest: %d reconciles at %v; RoutingReady=%s (%s), Responsive=%s (%s, since %v); watch events that reached it:\n%s", n, len(perRoute[n]), perRoute[n],
-			conditionStatus(u, route.ConditionType), conditionReason(u, route.ConditionType),
-			conditionStatus(u, "Responsive"), conditionReason(u, "Responsive"), condition(u, "Responsive")["lastTransitionTime"],
-			sc.w.spendsBetween(teamControlNS+"/"+n, from, to))
+			harness.ConditionStatus(u, route.ConditionType), harness.ConditionReason(u, route.ConditionType),
+			harness.ConditionStatus(u, "Responsive"), harness.ConditionReason(u, "Responsive"), harness.Condition(u, "Responsive")["lastTransitionTime"],
+			sc.w.SpendsBetween(harness.TeamControlNS+"/"+n, from, to))
 	}
 }
 
@@ -288,31 +267,12 @@ func (sc *scenarios) restReconciles(t *testing.T, key string, names []string, fr
 func (sc *scenarios) countObjects(t *testing.T) int {
 	t.Helper()
 	n := 0
-	for _, ns := range []string{objectNS, teamControlNS} {
-		l, err := sc.c.dyn.Resource(gvrObject).Namespace(ns).List(sc.ctx, metav1.ListOptions{})
-		must(t, err)
+	for _, ns := range []string{harness.ObjectNS, harness.TeamControlNS} {
+		l, err := sc.c.Dyn.Resource(harness.GVRObject).Namespace(ns).List(sc.ctx, metav1.ListOptions{})
+		harness.Must(t, err)
 		n += len(l.Items)
 	}
 	return n
-}
-
-// scaleRoute is a ModelRoute of scaleBackends in-cluster backends without
-// API keys, in two priority tiers.
-func scaleRoute(name string, i int) *unstructured.Unstructured {
-	bs := make([]any, scaleBackends)
-	for j := range scaleBackends {
-		bs[j] = map[string]any{
-			"name":     fmt.Sprintf("b%02d", j),
-			"endpoint": map[string]any{"hostname": fmt.Sprintf("m%02d-b%02d.%s.svc.cluster.local", i, j, teamControlNS), "port": int64(8000), "tls": false},
-			"schema":   map[string]any{"name": "OpenAI"},
-			"priority": int64(j % 2),
-		}
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelRoute",
-		"metadata": map[string]any{"name": name, "namespace": teamControlNS},
-		"spec":     map[string]any{"gatewayName": gatewayXRName, "backends": bs},
-	}}
 }
 
 // logBreakers says, for each ModelRoute of the scale scenario, what spent
@@ -324,25 +284,25 @@ func (sc *scenarios) logBreakers(t *testing.T, key string, names []string, creat
 	t.Helper()
 	openAtStart, maxRollout := 0, 0
 	for _, n := range names {
-		k := teamControlNS + "/" + n
-		before, during := sc.w.replayBreaker(k, created, start), sc.w.replayBreaker(k, start, end)
-		if before.openAt {
+		k := harness.TeamControlNS + "/" + n
+		before, during := sc.w.ReplayBreaker(k, created, start), sc.w.ReplayBreaker(k, start, end)
+		if before.OpenAt {
 			openAtStart++
 		}
-		maxRollout = max(maxRollout, during.spent)
-		if i := slices.Index(names, n); i < 3 || before.openAt || len(during.opened) > 0 {
+		maxRollout = max(maxRollout, during.Spent)
+		if i := slices.Index(names, n); i < 3 || before.OpenAt || len(during.Opened) > 0 {
 			t.Logf("breaker of ModelRoute %s: before the rollout %s; during it %s", n, before, during)
 		}
 	}
-	sc.sp.record(key, "breakers-open-when-the-rollout-began", float64(openAtStart))
-	sc.sp.record(key, "breaker-tokens-spent-in-the-rollout-max", float64(maxRollout))
+	sc.sp.Record(key, "breakers-open-when-the-rollout-began", float64(openAtStart))
+	sc.sp.Record(key, "breaker-tokens-spent-in-the-rollout-max", float64(maxRollout))
 }
 
 // since keeps the transitions at or after from.
-func since(ts []transition, from time.Time) []transition {
-	var out []transition
+func since(ts []harness.Transition, from time.Time) []harness.Transition {
+	var out []harness.Transition
 	for _, tr := range ts {
-		if !tr.at.Before(from) {
+		if !tr.At.Before(from) {
 			out = append(out, tr)
 		}
 	}
@@ -354,7 +314,7 @@ func since(ts []transition, from time.Time) []transition {
 // model, this is Crossplane's own word.
 func (sc *scenarios) logCircuitOpen(t *testing.T, names []string, from time.Time) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sc.c.ps.logDir, "crossplane.log"))
+	b, err := os.ReadFile(filepath.Join(sc.c.Procs.LogDir, "crossplane.log"))
 	if err != nil {
 		t.Logf("cannot read Crossplane's log: %v", err)
 		return

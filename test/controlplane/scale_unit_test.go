@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 func TestScaleSize(t *testing.T) {
@@ -35,7 +37,7 @@ func TestScaleSize(t *testing.T) {
 				}
 				return
 			}
-			must(t, err)
+			harness.Must(t, err)
 			if got != tc.want {
 				t.Errorf("scaleSize(%q, %t) = %d, want %d", tc.v, tc.set, got, tc.want)
 			}

@@ -3,8 +3,6 @@ package controlplane
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -23,6 +21,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/gateway"
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
 // What Envoy is told. No Envoy runs here, so the last step a test can see
@@ -31,49 +30,8 @@ import (
 // publishes only what its extension hook returns). tools/xds-reader reads
 // it as that Envoy would and prints it as JSON, key material redacted.
 
-// xdsPort is Envoy Gateway's xDS server (gateway v1.8.3
-// internal/xds/bootstrap/bootstrap.go, DefaultXdsServerPort), served inside
-// its network namespace and forwarded to the host's loopback.
-const xdsPort = 18000
-
-// toolXDSReader is the suite's own reader. Its cached binary is named by a
-// hash of its source, so a changed reader is rebuilt.
-var toolXDSReader = tool{name: "xds-reader", version: xdsReaderVersion(), module: "xds-reader",
-	pkg: "github.com/modelplaneai/function-inference-gateway/test/controlplane/tools/xds-reader"}
-
-// xdsReaderVersion hashes the reader's source files.
-func xdsReaderVersion() string {
-	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go", "ratelimit.go")
-}
-
-// sourceVersion names a build of a tools module of this repository's own
-// source by its upstream version, if any, and a hash of its go.mod, go.sum
-// and the files named, so that a change rebuilds it.
-func sourceVersion(upstream, module string, files ...string) string {
-	h := sha256.New()
-	for _, f := range append([]string{"go.mod", "go.sum"}, files...) {
-		b, err := os.ReadFile(filepath.Join("tools", module, f))
-		if err != nil {
-			return "unreadable"
-		}
-		h.Write(b)
-	}
-	v := "src-" + hex.EncodeToString(h.Sum(nil))[:12]
-	if upstream != "" {
-		v = upstream + "-" + v
-	}
-	return v
-}
-
 // xdsDump is what the reader prints: resources by kind.
 type xdsDump map[string][]map[string]any
-
-// writeEnvoyCerts writes the client certificate Envoy pods use, certgen's
-// Secret envoy-gateway-system/envoy, signed by the CA Envoy Gateway's xDS
-// server trusts (gateway v1.8.3 internal/crypto/cert_load.go).
-func (c *cluster) writeEnvoyCerts(ctx context.Context) string {
-	return c.writeCertgenSecret(ctx, "envoy", filepath.Join(c.dir, "envoy-certs"))
-}
 
 // serviceCluster is the node cluster Envoy Gateway gives our Gateway's
 // Envoy (--service-cluster in the Deployment's args, gateway v1.8.3
@@ -112,8 +70,8 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		rctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
 		var stderr bytes.Buffer
-		cmd := exec.CommandContext(rctx, sc.c.bins[toolXDSReader.name],
-			"-address", fmt.Sprintf("127.0.0.1:%d", xdsPort), "-cert-dir", sc.c.envoyCerts,
+		cmd := exec.CommandContext(rctx, sc.c.Bins[harness.ToolXDSReader.Name],
+			"-address", fmt.Sprintf("127.0.0.1:%d", harness.XDSPort), "-cert-dir", sc.c.EnvoyCerts,
 			"-node-cluster", node, "-node-id", "controlplane-suite-"+name, "-timeout", "15s")
 		cmd.Stderr = &stderr
 		// The reader stops itself 5 s past its -timeout with its
@@ -145,17 +103,17 @@ func (sc *scenarios) readXDS(t *testing.T, name string, check func(xdsDump) stri
 		return msg
 	})
 	t.Logf("the xDS of our Gateway (%s) passed its checks after %s and %d reads", name, time.Since(start).Round(time.Millisecond), reads)
-	sc.w.mu.Lock()
-	secrets := slices.Clone(sc.w.secrets)
-	sc.w.mu.Unlock()
+	sc.w.Mu.Lock()
+	secrets := slices.Clone(sc.w.Secrets)
+	sc.w.Mu.Unlock()
 	var whole map[string]any
-	must(t, json.Unmarshal(raw, &whole))
-	if found := findSecrets(&unstructured.Unstructured{Object: whole}, secrets); len(found) > 0 {
+	harness.Must(t, json.Unmarshal(raw, &whole))
+	if found := harness.FindSecrets(&unstructured.Unstructured{Object: whole}, secrets); len(found) > 0 {
 		t.Fatalf("the xDS dump %s holds secrets after redaction: %v", name, found)
 	}
 	if dir := os.Getenv("CONTROLPLANE_XDS"); dir != "" {
-		must(t, os.MkdirAll(dir, 0o755))
-		writeFile(t, filepath.Join(dir, name+".json"), raw)
+		harness.Must(t, os.MkdirAll(dir, 0o755))
+		harness.WriteFile(t, filepath.Join(dir, name+".json"), raw)
 		t.Logf("wrote the xDS of our Gateway to %s", filepath.Join(dir, name+".json"))
 	}
 	return dump
@@ -184,7 +142,7 @@ func decodeDump(out []byte) (xdsDump, error) {
 func (d xdsDump) gatewayListeners() []map[string]any {
 	var out []map[string]any
 	for _, l := range d["listeners"] {
-		if n, _ := l["name"].(string); strings.HasPrefix(n, gatewayNS+"/"+gatewayXRName+"/") {
+		if n, _ := l["name"].(string); strings.HasPrefix(n, harness.GatewayNS+"/"+harness.GatewayXRName+"/") {
 			out = append(out, l)
 		}
 	}
@@ -386,7 +344,7 @@ func all(checks ...func(xdsDump) string) func(xdsDump) string {
 // tiers, on an open gateway with the default failover and buffer settings.
 func (sc *scenarios) envoyIsTold(t *testing.T) {
 	t.Helper()
-	model := teamControlNS + "/" + routeName // the ModelRoute sets no spec.model
+	model := harness.TeamControlNS + "/" + harness.RouteName // the ModelRoute sets no spec.model
 	d := sc.readXDS(t, "scenario-2", all(
 		checkBodyLimit(v1alpha1.DefaultBufferLimit.Value()),
 		checkFailover(model, []int64{0, 1}, []int64{429, 503}, int64(v1alpha1.DefaultNumRetries)),

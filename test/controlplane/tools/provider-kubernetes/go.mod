@@ -12,7 +12,7 @@ replace github.com/nebius/gosdk => ../nebius-gosdk
 // v2.4.1, whose zips the Go module proxy refuses here; v2.4.0 of each is the
 // newest it serves. The one name v1.4.1 uses that v2.4.0 lacks,
 // controller.Options.Groups, is edited out of cmd/provider/main.go for the
-// build (toolProvider in ../../build_test.go).
+// build (toolProvider in ../../harness/build.go).
 replace (
 	github.com/crossplane/crossplane-runtime/v2 => github.com/crossplane/crossplane-runtime/v2 v2.4.0
 	github.com/crossplane/crossplane/apis/v2 => github.com/crossplane/crossplane/apis/v2 v2.4.0

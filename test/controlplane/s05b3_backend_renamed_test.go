@@ -1,0 +1,248 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/modelplaneai/function-inference-gateway/internal/names"
+	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
+)
+
+// The ModelRoute of scenario 5b3 and its backend, whose name holds a "-":
+// the function renames its objects.
+const (
+	renamedRoute   = "renamed"
+	renamedBackend = "vllm-a"
+)
+
+// backendRenamed is scenario 5b3 (issue 45): a ModelRoute served by the
+// previous function, whose backend vllm-a's objects it named renamed-vllm-a,
+// after an upgrade to this one, which names them renamed-vllm.a so that no
+// other route's can share them (internal/names/backend.go). The new
+// objects are composed beside the old, the route moves to them once they
+// are on the gateway cluster, and only then are the old ones deleted. All
+// along, every AIServiceBackend and Backend the serving route names
+// exists, and RoutingReady stays True (watchTargets); the world's watch
+// allows the deletion of the old objects alone.
+func (sc *scenarios) backendRenamed(t *testing.T) {
+	c, w := sc.c, sc.w
+	oldName, newName := names.LegacyBackendObject(renamedRoute, renamedBackend), names.BackendObject(renamedRoute, renamedBackend)
+	if oldName == newName {
+		t.Fatalf("the backend %q is not renamed (%s): the scenario would prove nothing", renamedBackend, newName)
+	}
+	previous := c.Bins["function-previous"]
+	current := c.Procs.Latest("function").Cmd.Path
+	sc.swapFunction(t, previous)
+	t.Logf("the function at %s serves", previousRevision[:12])
+
+	r := plainRoute(renamedRoute, "renamed."+harness.TeamControlNS+".svc.cluster.local")
+	r.Object["spec"].(map[string]any)["backends"].([]any)[0].(map[string]any)["name"] = renamedBackend
+	c.Apply(sc.ctx, r)
+	sc.eventually(t, waitRoute, "the ModelRoute "+renamedRoute+" RoutingReady=True, its route naming "+oldName, func(ctx context.Context) string {
+		mr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, renamedRoute)
+		if err != nil {
+			return err.Error()
+		}
+		if msg := wantCondition(mr, "RoutingReady", "True"); msg != "" {
+			return msg
+		}
+		ar, err := sc.get(ctx, harness.GVRAIRoute, w.TeamNS, renamedRoute)
+		if err != nil {
+			return err.Error()
+		}
+		if got := ruleBackendRefs(ar); !slices.Equal(got, []string{oldName}) {
+			return fmt.Sprintf("its AIGatewayRoute names %v, want [%s]", got, oldName)
+		}
+		return ""
+	})
+
+	tw := sc.watchTargets(renamedRoute)
+	for _, a := range []harness.Allowance{
+		{Reason: "scenario 5b3 renames a backend: its old Backend goes once the route no longer names it", Resource: "backends", Namespace: w.TeamNS, Name: oldName},
+		{Reason: "scenario 5b3 renames a backend: its old AIServiceBackend goes once the route no longer names it", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: oldName},
+	} {
+		w.Allow(a)
+	}
+	// The Objects of the old names, by name: Crossplane's garbage
+	// collector removes an Object's composite label before it deletes it
+	// (crossplane v2.3.0 internal/controller/apiextensions/composite/
+	// composition_functions.go, GarbageCollectComposedResources), and the
+	// provider finishes the deletion at its own pace, maybe scenarios
+	// later.
+	for _, key := range []string{"backend-" + renamedBackend, "aibackend-" + renamedBackend} {
+		o := sc.composedObject(sc.ctx, harness.TeamControlNS, renamedRoute, key)
+		if o == nil {
+			t.Fatalf("the previous function composed no %s Object", key)
+		}
+		w.Allow(harness.Allowance{Reason: "scenario 5b3 renames a backend: the Object of its old name goes", Resource: "objects", Namespace: harness.TeamControlNS, Name: o.GetName()})
+	}
+	start := time.Now()
+	sc.swapFunction(t, current)
+	t.Log("this function serves")
+	sc.eventually(t, waitRoute, "the route naming "+newName+" alone, and "+oldName+" gone from the gateway cluster", func(ctx context.Context) string {
+		ar, err := sc.get(ctx, harness.GVRAIRoute, w.TeamNS, renamedRoute)
+		if err != nil {
+			return err.Error()
+		}
+		if got := ruleBackendRefs(ar); !slices.Equal(got, []string{newName}) {
+			return fmt.Sprintf("its AIGatewayRoute names %v, want [%s]", got, newName)
+		}
+		if _, err := sc.get(ctx, harness.GVRAIBackend, w.TeamNS, oldName); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the AIServiceBackend %s is still there (%v)", oldName, err)
+		}
+		if _, err := sc.get(ctx, harness.GVRBackend, w.TeamNS, oldName); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the Backend %s is still there (%v)", oldName, err)
+		}
+		// Garbage collected: no longer labelled as the route's.
+		for _, key := range []string{"backend-" + renamedBackend, "aibackend-" + renamedBackend} {
+			if o := sc.composedObject(ctx, harness.TeamControlNS, renamedRoute, key); o != nil {
+				return fmt.Sprintf("the Object %s (%s) is still the route's", o.GetName(), key)
+			}
+		}
+		mr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, renamedRoute)
+		if err != nil {
+			return err.Error()
+		}
+		return wantCondition(mr, "RoutingReady", "True")
+	})
+	moved := time.Since(start)
+	faults, seen := tw.end()
+	keys := sc.objectKeys(sc.ctx, renamedRoute)
+	for _, f := range faults {
+		t.Errorf("while the backend's objects moved: %s", f)
+	}
+	t.Logf("the route moved from %s to %s in %s after the upgrade; its backendRefs were, in turn: %v; its Objects are %v", oldName, newName, moved.Round(time.Millisecond), seen, keys)
+	sc.sp.Record("backend-renamed", "moved-after-upgrade", seconds(moved))
+
+	why := "scenario 5b3 deletes its ModelRoute"
+	for _, res := range []string{"backends", "aiservicebackends"} {
+		w.Allow(harness.Allowance{Reason: why + ": its objects on the gateway cluster go with it", Resource: res, Namespace: w.TeamNS, Name: newName})
+	}
+	// Any Object of the route, by its label: one a reconcile created just
+	// before the deletion has a name nobody listed (allowance.composite).
+	w.Allow(harness.Allowance{Reason: why + ": its Objects go with it", Resource: "objects", Namespace: harness.TeamControlNS, Composite: renamedRoute})
+	sc.deleteRoute(t, renamedRoute, why)
+	sc.noDeletions(t)
+	w.Check(t)
+}
+
+// swapFunction stops the function and serves bin in its place, on the same
+// port with the same certificates: an upgrade (or a downgrade) of the
+// function's package, as Crossplane's runtime would roll it.
+func (sc *scenarios) swapFunction(t *testing.T, bin string) {
+	t.Helper()
+	c := sc.c
+	p := c.Procs.Latest("function")
+	args := slices.Clone(p.Cmd.Args[1:])
+	p.Stop(5 * time.Second)
+	fn := c.Procs.Start("function", nil, bin, args...)
+	harness.Must(t, harness.WaitFor(sc.ctx, fn, 100*time.Millisecond, "the function's gRPC port", harness.Listening(c.FunctionPort)))
+}
+
+// targetWatch polls, every 100 ms while a scenario runs, what a serving
+// route names on the gateway cluster: every AIServiceBackend its
+// AIGatewayRoute names, and every Backend its generated HTTPRoute names,
+// must exist, and its RoutingReady must not be False.
+type targetWatch struct {
+	mu     sync.Mutex
+	faults []string
+	names  []string // the route's backendRefs, each time they changed
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// watchTargets starts a targetWatch on the ModelRoute route.
+func (sc *scenarios) watchTargets(route string) *targetWatch {
+	ctx, cancel := context.WithCancel(sc.ctx)
+	tw := &targetWatch{stop: cancel, done: make(chan struct{})}
+	fault := func(format string, a ...any) {
+		tw.mu.Lock()
+		defer tw.mu.Unlock()
+		if len(tw.faults) < 20 {
+			tw.faults = append(tw.faults, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, a...))
+		}
+	}
+	go func() {
+		defer close(tw.done)
+		var last string
+		for ctx.Err() == nil {
+			if r, err := sc.get(ctx, harness.GVRAIRoute, sc.w.TeamNS, route); err == nil {
+				refs := ruleBackendRefs(r)
+				if s := fmt.Sprint(refs); s != last {
+					last = s
+					tw.mu.Lock()
+					tw.names = append(tw.names, s)
+					tw.mu.Unlock()
+				}
+				for _, n := range refs {
+					if _, err := sc.get(ctx, harness.GVRAIBackend, sc.w.TeamNS, n); apierrors.IsNotFound(err) {
+						fault("the AIGatewayRoute %s names the AIServiceBackend %s, which does not exist", route, n)
+					}
+				}
+			}
+			if h, err := sc.get(ctx, harness.GVRHTTPRoute, sc.w.TeamNS, route); err == nil {
+				for _, n := range ruleBackendRefs(h) {
+					if _, err := sc.get(ctx, harness.GVRBackend, sc.w.TeamNS, n); apierrors.IsNotFound(err) {
+						fault("the HTTPRoute %s names the Backend %s, which does not exist", route, n)
+					}
+				}
+			}
+			if mr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, route); err == nil && harness.ConditionStatus(mr, "RoutingReady") == "False" {
+				fault("the ModelRoute %s is RoutingReady=False (%s): %v", route, harness.ConditionReason(mr, "RoutingReady"), harness.Condition(mr, "RoutingReady")["message"])
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return tw
+}
+
+// end stops the watch and returns its faults and the backendRefs it saw.
+func (tw *targetWatch) end() (faults, seen []string) {
+	tw.stop()
+	<-tw.done
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return slices.Clone(tw.faults), slices.Clone(tw.names)
+}
+
+// ruleBackendRefs names the backendRefs of a route's rules, in order.
+func ruleBackendRefs(u *unstructured.Unstructured) []string {
+	var out []string
+	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		refs, _, _ := unstructured.NestedSlice(rm, "backendRefs")
+		for _, x := range refs {
+			xm, _ := x.(map[string]any)
+			if n, _ := xm["name"].(string); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// objectKeys are the composition resource names of the composite's Objects.
+func (sc *scenarios) objectKeys(ctx context.Context, composite string) []string {
+	l, err := sc.c.Dyn.Resource(harness.GVRObject).Namespace(harness.TeamControlNS).List(ctx, metav1.ListOptions{LabelSelector: harness.LabelComposite + "=" + composite})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, o := range l.Items {
+		out = append(out, o.GetAnnotations()[harness.AnnotationResourceName])
+	}
+	slices.Sort(out)
+	return out
+}
