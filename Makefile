@@ -64,9 +64,9 @@ controlplane-mtls:
 # server's writes at rest and during it, and how long a rotated key takes
 # to reach the gateway cluster. Not part of make test-slow, whose packages
 # share the cores: CI (.ci/run) runs it on its own after them, at 100. Its
-# goals are logged, not failed (test/controlplane/README.md says what is
-# known). The waits for every route grow with SCALE beyond 100; the test
-# deadline does not: raise SCALE_TIMEOUT with it. SCALE_LASTING_REST=10m
+# goals are logged, not failed (docs/runs.md has what is known). The waits
+# for every route grow with SCALE beyond 100; the test deadline does not:
+# raise SCALE_TIMEOUT with it. SCALE_LASTING_REST=10m
 # adds, at the end, a window of that length twelve minutes after the
 # rollout, past the drift checks it caused: the rest that lasts (about 22
 # minutes more). Ten minutes is one period of a ready route's TTL; a
