@@ -263,7 +263,7 @@ func (c *Cluster) ModelRouteReconciles(ctx context.Context) ReconcileStats {
 	return st
 }
 
-// String renders the ModelRoute controller's work between two reads.
+// Since renders the ModelRoute controller's work between two reads.
 func (st ReconcileStats) Since(before ReconcileStats) string {
 	n, q := st.reconciles-before.reconciles, st.queued-before.queued
 	if n <= 0 || q <= 0 {

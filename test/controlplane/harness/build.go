@@ -14,7 +14,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
-// A tool is one binary built from a tools module under tools/. Each tools
+// A Tool is one binary built from a tools module under tools/. Each tools
 // module has its own go.mod, so that the large dependency graphs of
 // Kubernetes, Crossplane and the provider never enter the function's
 // go.mod, and pins its main package with a tool directive.

@@ -21,7 +21,7 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/test/internal/toolchain"
 )
 
-// A proc is one process the test started, in a process group of its own.
+// A Proc is one process the test started, in a process group of its own.
 type Proc struct {
 	name string
 	Cmd  *exec.Cmd     // the running command
