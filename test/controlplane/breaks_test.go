@@ -332,7 +332,7 @@ var breaks = []deliberateBreak{{
 	name: "rename-without-waiting",
 	what: "a renamed backend's new name put in the route at once, before its new Backend and AIServiceBackend are on the gateway cluster " +
 		"(internal/route/names.go), so that the serving route names objects that do not exist",
-	file: "internal/route/compose.go",
+	file: "internal/route/tiers.go",
 	edits: []edit{{
 		old: "\t\trefs[i].legacy = bs.viaLegacy[refs[i].backend.Name]\n",
 		new: "\t\trefs[i].legacy = \"\"\n",
