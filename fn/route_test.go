@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -190,6 +191,26 @@ func TestRunFunctionModelRoute(t *testing.T) {
 				Resources:  routeReadiness(allRoute, without(allRoute, "route", "httproute")...),
 				XRReady:    "READY_FALSE",
 			}, message: []string{`has not accepted the AIGatewayRoute yet: AIServiceBackend "qwen-a" not found`}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
+		},
+		"RouteUpdateRaceJustLost": {
+			reason: "AI Gateway lost a race updating the HTTPRoute it generates a moment ago and retries; the HTTPRoute it generated before serves, so the route stays RoutingReady.",
+			req: newRequest(t, routeXR(ab...), withObserved(observedRoute(true), "route", object("route", routeRace(time.Now().Add(-2*time.Second)), true, true)),
+				map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+			want: want{summary: summary{
+				Conditions: []string{"RoutingReady=STATUS_CONDITION_TRUE/RouteAccepted"},
+				Resources:  routeReadiness(allRoute, allRoute...),
+				XRReady:    "READY_UNSPECIFIED",
+			}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
+		},
+		"RouteUpdateRaceLasting": {
+			reason: "The same race, written a minute ago and not retried since: AI Gateway's message is quoted.",
+			req: newRequest(t, routeXR(ab...), withObserved(observedRoute(true), "route", object("route", routeRace(time.Now().Add(-time.Minute)), true, true)),
+				map[string][]obj{"gateway": gwReady, "secret-key-a": keyA}),
+			want: want{summary: summary{
+				Conditions: []string{"RoutingReady=STATUS_CONDITION_FALSE/WaitingForRoute"},
+				Resources:  routeReadiness(allRoute, without(allRoute, "route")...),
+				XRReady:    "READY_FALSE",
+			}, message: []string{"failed to update HTTPRoute: Operation cannot be fulfilled on"}, refs: []string{"qwen-b:0:1", "qwen-a:1:1"}},
 		},
 		"AllReady": {
 			reason: "Gateway ready and route accepted.",
@@ -588,4 +609,13 @@ func listedModels(route obj) []string {
 func withObserved(observed map[string]obj, name string, o obj) map[string]obj {
 	observed[name] = o
 	return observed
+}
+
+// routeRace is the model's AIGatewayRoute as AI Gateway writes it when its
+// update of the generated HTTPRoute lost an optimistic-concurrency race at
+// the time at.
+func routeRace(at time.Time) obj {
+	c := cond("NotAccepted", false, "ReconciliationFailed", `failed to update HTTPRoute: Operation cannot be fulfilled on httproutes.gateway.networking.k8s.io "qwen": the object has been modified; please apply your changes to the latest version and try again`)
+	c["lastTransitionTime"] = at.UTC().Format(time.RFC3339)
+	return obj{"apiVersion": "aigateway.envoyproxy.io/v1beta1", "kind": "AIGatewayRoute", "metadata": obj{"name": "qwen"}, "status": obj{"conditions": []any{c}}}
 }

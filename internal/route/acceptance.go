@@ -2,8 +2,11 @@ package route
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -35,11 +38,46 @@ func routeAccepted(req compose.Request, p *compose.Problems) (bool, error) {
 		// fail-open off, so Envoy Gateway publishes nothing new meanwhile.
 		p.Add(ReasonWaitingForRoute, "AI Gateway has written no status on the AIGatewayRoute: check that AI Gateway's controller runs on the gateway cluster, and its log; until it does, Envoy keeps its last configuration")
 		return false, nil
+	case !upstream.IsTrue(c) && lostUpdateRace(c, req.Now):
+		// AI Gateway retries at once, and meanwhile the HTTPRoute it
+		// generated before is unchanged: what serves is what served, as
+		// httpRouteServed judges it.
+		return true, nil
 	case !upstream.IsTrue(c):
 		p.Add(ReasonWaitingForRoute, upstream.WithMessage("AI Gateway has not accepted the AIGatewayRoute yet", c))
 		return false, nil
 	}
 	return true, nil
+}
+
+// updateRaceGrace is how long a lost update race of AI Gateway's on the
+// HTTPRoute it generates is taken for the retry it is (lostUpdateRace).
+const updateRaceGrace = 30 * time.Second
+
+// updateRaceMessage is how AI Gateway's NotAccepted reads when its update of
+// the HTTPRoute it generates lost an optimistic-concurrency race: its
+// syncAIGatewayRoute gets the HTTPRoute and updates it, and the update
+// fails with the API server's conflict ("Operation cannot be fulfilled on
+// ...: the object has been modified") when anything, Envoy Gateway's
+// status among them, wrote the HTTPRoute in between (ai-gateway v1.0.0
+// internal/controller/ai_gateway_route.go, syncAIGatewayRoute; apimachinery
+// pkg/api/errors, NewConflict).
+const updateRaceMessage = "failed to update HTTPRoute: Operation cannot be fulfilled on "
+
+// lostUpdateRace reports whether AI Gateway's verdict c on the route says
+// only that it lost such a race, within updateRaceGrace of now. Its
+// Reconcile then writes NotAccepted with the error and returns it, so
+// controller-runtime retries with a fresh read within milliseconds, and
+// the next write says Accepted (Reconcile, updateAIGatewayRouteStatus). The
+// HTTPRoute generated before is not touched by the failed update, so
+// nothing stops serving: a route that RoutingReady called serving stays so
+// through the retry (the control-plane suite saw one such race last 2.2 s
+// while a renamed backend moved). AI Gateway stamps every status write with
+// the time (newConditions), so a race that lasted would be lost again and
+// again with fresh stamps; the grace bounds a race that stopped being
+// retried.
+func lostUpdateRace(c *metav1.Condition, now time.Time) bool {
+	return strings.Contains(c.Message, updateRaceMessage) && now.Sub(c.LastTransitionTime.Time) < updateRaceGrace
 }
 
 // httpRouteServed reads whether Envoy Gateway accepted the HTTPRoute AI

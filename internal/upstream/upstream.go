@@ -128,7 +128,7 @@ func RouteAccepted(status any) (*metav1.Condition, error) {
 		return c, nil
 	}
 	if c := meta.FindStatusCondition(st.Conditions, aigv1b1.ConditionTypeNotAccepted); c != nil {
-		return &metav1.Condition{Type: aigv1b1.ConditionTypeAccepted, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message}, nil
+		return &metav1.Condition{Type: aigv1b1.ConditionTypeAccepted, Status: metav1.ConditionFalse, Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}, nil
 	}
 	return nil, nil
 }
