@@ -337,7 +337,9 @@ var breaks = []deliberateBreak{{
 		old: "\t\trefs[i].legacy = bs.viaLegacy[refs[i].backend.Name]\n",
 		new: "\t\trefs[i].legacy = \"\"\n",
 	}},
-	// Scenario 5b3: the route moves to the new names after the upgrade.
+	// Scenario 5b3: the route moves to the new names after the upgrade;
+	// its Object names them before the provider has observed theirs
+	// (watchOrder: by resourceVersion, whatever the timing).
 	caughtBy:  "while the backend's objects moved: ",
 	scenarios: "^(1-2_|5b3_)",
 }}

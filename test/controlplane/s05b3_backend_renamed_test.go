@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -30,8 +31,10 @@ const (
 // objects are composed beside the old, the route moves to them once they
 // are on the gateway cluster, and only then are the old ones deleted. All
 // along, every AIServiceBackend and Backend the serving route names
-// exists, and RoutingReady stays True (watchTargets); the world's watch
-// allows the deletion of the old objects alone.
+// exists, and RoutingReady stays True (watchTargets); on the control plane
+// the route's Object names the new objects only after the provider has
+// observed them (watchOrder); the world's watch allows the deletion of the
+// old objects alone.
 func (sc *scenarios) backendRenamed(t *testing.T) {
 	c, w := sc.c, sc.w
 	oldName, newName := names.LegacyBackendObject(renamedRoute, renamedBackend), names.BackendObject(renamedRoute, renamedBackend)
@@ -157,12 +160,29 @@ type targetWatch struct {
 	names  []string // the route's backendRefs, each time they changed
 	stop   context.CancelFunc
 	done   chan struct{}
+	// order is the control plane's side of the move (watchOrder).
+	order objectOrder
+	// watching ends with watchOrder's watch.
+	watching chan struct{}
+}
+
+// objectOrder is when, in the API server's resourceVersions, the route's
+// Object first named the renamed backend's new objects, and when the
+// provider first observed each of their new Objects' remote object
+// (status.atProvider.manifest): the function may name them only after.
+// resourceVersions are etcd's revisions, one counter for every write, so
+// they order writes to different objects; a watch delivers every write.
+type objectOrder struct {
+	routeNamed int64            // 0: not yet
+	live       map[string]int64 // by composition resource name
+	err        error
 }
 
 // watchTargets starts a targetWatch on the ModelRoute route.
 func (sc *scenarios) watchTargets(route string) *targetWatch {
 	ctx, cancel := context.WithCancel(sc.ctx)
-	tw := &targetWatch{stop: cancel, done: make(chan struct{})}
+	tw := &targetWatch{stop: cancel, done: make(chan struct{}), watching: make(chan struct{}), order: objectOrder{live: map[string]int64{}}}
+	go sc.watchOrder(ctx, tw, route)
 	fault := func(format string, a ...any) {
 		tw.mu.Lock()
 		defer tw.mu.Unlock()
@@ -195,7 +215,10 @@ func (sc *scenarios) watchTargets(route string) *targetWatch {
 					}
 				}
 			}
-			if mr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, route); err == nil && harness.ConditionStatus(mr, "RoutingReady") == "False" {
+			// A condition Crossplane re-applied from its cache is not the
+			// function's verdict (harness/replay.go; the world judges those
+			// by how long they stand).
+			if mr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, route); err == nil && harness.ConditionStatus(mr, "RoutingReady") == "False" && !harness.Replayed(mr, "RoutingReady") {
 				fault("the ModelRoute %s is RoutingReady=False (%s): %v", route, harness.ConditionReason(mr, "RoutingReady"), harness.Condition(mr, "RoutingReady")["message"])
 			}
 			select {
@@ -211,9 +234,71 @@ func (sc *scenarios) watchTargets(route string) *targetWatch {
 func (tw *targetWatch) end() (faults, seen []string) {
 	tw.stop()
 	<-tw.done
+	<-tw.watching
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	return slices.Clone(tw.faults), slices.Clone(tw.names)
+	faults = slices.Clone(tw.faults)
+	o := tw.order
+	switch {
+	case o.err != nil:
+		faults = append(faults, "cannot watch the route's Objects: "+o.err.Error())
+	case o.routeNamed == 0:
+		faults = append(faults, "the route's Object never named the backend's new objects")
+	}
+	for _, k := range renamedKeys {
+		if at := o.live[k]; o.routeNamed != 0 && (at == 0 || at > o.routeNamed) {
+			faults = append(faults, fmt.Sprintf("the route's Object named the backend's new objects at resourceVersion %d, before the provider observed the remote object of the Object %s (at %d; 0: never)", o.routeNamed, k, at))
+		}
+	}
+	return faults, slices.Clone(tw.names)
+}
+
+// renamedKeys are the composition resource names of the renamed backend's
+// new Backend and AIServiceBackend: its name and ".v2" (internal/route,
+// names.go).
+var renamedKeys = []string{"backend-" + renamedBackend + ".v2", "aibackend-" + renamedBackend + ".v2"}
+
+// watchOrder records tw.order from a watch of the Objects of the ModelRoute
+// route on the control plane. Unlike the 100 ms look at the gateway
+// cluster, the order it records does not depend on which Object the
+// provider happens to apply first: a route Object that names the new
+// objects in the very write that creates their Objects comes before the
+// provider's first observation of them, whatever the timing.
+func (sc *scenarios) watchOrder(ctx context.Context, tw *targetWatch, route string) {
+	defer close(tw.watching)
+	record := func(err error) {
+		tw.mu.Lock()
+		defer tw.mu.Unlock()
+		tw.order.err = err
+	}
+	newName := names.BackendObject(route, renamedBackend)
+	wi, err := sc.c.Dyn.Resource(harness.GVRObject).Namespace(harness.TeamControlNS).Watch(ctx, metav1.ListOptions{LabelSelector: harness.LabelComposite + "=" + route})
+	if err != nil {
+		record(err)
+		return
+	}
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		rv, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+		if err != nil {
+			record(fmt.Errorf("cannot read the resourceVersion of the Object %s: %w", u.GetName(), err))
+			return
+		}
+		key := u.GetAnnotations()[harness.AnnotationResourceName]
+		tw.mu.Lock()
+		if m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest"); key == "route" && tw.order.routeNamed == 0 &&
+			slices.Contains(ruleBackendRefs(&unstructured.Unstructured{Object: m}), newName) {
+			tw.order.routeNamed = rv
+		}
+		if _, observed, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest"); observed && slices.Contains(renamedKeys, key) && tw.order.live[key] == 0 {
+			tw.order.live[key] = rv
+		}
+		tw.mu.Unlock()
+	}
 }
 
 // ruleBackendRefs names the backendRefs of a route's rules, in order.
