@@ -67,14 +67,15 @@ const updateRaceMessage = "failed to update HTTPRoute: Operation cannot be fulfi
 // lostUpdateRace reports whether AI Gateway's verdict c on the route says
 // only that it lost such a race, within updateRaceGrace of now. Its
 // Reconcile then writes NotAccepted with the error and returns it, so
-// controller-runtime retries with a fresh read within milliseconds, and
-// the next write says Accepted (Reconcile, updateAIGatewayRouteStatus). The
-// HTTPRoute generated before is not touched by the failed update, so
-// nothing stops serving: a route that RoutingReady called serving stays so
-// through the retry (the control-plane suite saw one such race last 2.2 s
-// while a renamed backend moved). AI Gateway stamps every status write with
-// the time (newConditions), so a race that lasted would be lost again and
-// again with fresh stamps; the grace bounds a race that stopped being
+// controller-runtime requeues the route with its default back-off (AI
+// Gateway sets no rate limiter of its own; client-go
+// util/workqueue, DefaultControllerRateLimiter, from 5 ms), the retry reads
+// the HTTPRoute afresh, and its write says Accepted (Reconcile,
+// updateAIGatewayRouteStatus). The HTTPRoute generated before is not
+// touched by the failed update, so nothing stops serving: a route that
+// RoutingReady called serving stays so through the retry. AI Gateway stamps
+// every status write with the time (newConditions), so a race lost again
+// and again keeps a fresh stamp; the grace bounds one that stopped being
 // retried.
 func lostUpdateRace(c *metav1.Condition, now time.Time) bool {
 	return strings.Contains(c.Message, updateRaceMessage) && now.Sub(c.LastTransitionTime.Time) < updateRaceGrace
