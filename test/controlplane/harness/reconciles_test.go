@@ -14,11 +14,7 @@ func TestParseFunctionCalls(t *testing.T) {
 	}
 	from := time.Date(2026, 12, 3, 15, 37, 0, 0, time.UTC)
 	to := from.Add(time.Minute)
-	ts := func(s string) time.Time {
-		v, err := time.Parse(time.RFC3339Nano, s)
-		Must(t, err)
-		return v
-	}
+	ts := func(s string) time.Time { return parseTime(t, s) }
 	cases := map[string]struct {
 		log     string
 		want    map[string][]time.Time
@@ -88,11 +84,7 @@ func TestParseFunctionVerdicts(t *testing.T) {
 	)
 	from := time.Date(2026, 12, 4, 12, 44, 0, 0, time.UTC)
 	to := from.Add(time.Minute)
-	ts := func(s string) time.Time {
-		v, err := time.Parse(time.RFC3339Nano, s)
-		Must(t, err)
-		return v
-	}
+	ts := func(s string) time.Time { return parseTime(t, s) }
 	cases := map[string]struct {
 		log     string
 		want    map[string][]FnVerdict
@@ -144,4 +136,12 @@ func TestParseFunctionVerdicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseTime parses an RFC 3339 time of a test's table, or fails the test.
+func parseTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	Must(t, err)
+	return v
 }
