@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
@@ -170,18 +170,20 @@ type targetWatch struct {
 // Object first named the renamed backend's new objects, and when the
 // provider first observed each of their new Objects' remote object
 // (status.atProvider.manifest): the function may name them only after.
-// resourceVersions are etcd's revisions, one counter for every write, so
-// they order writes to different objects; a watch delivers every write.
+// The API server orders the resourceVersions of the objects of one
+// resource (apimachinery v0.36.2 pkg/util/resourceversion,
+// CompareResourceVersion), and all of these are Objects; a watch delivers
+// every write.
 type objectOrder struct {
-	routeNamed int64            // 0: not yet
-	live       map[string]int64 // by composition resource name
+	routeNamed string            // "": not yet
+	live       map[string]string // by composition resource name
 	err        error
 }
 
 // watchTargets starts a targetWatch on the ModelRoute route.
 func (sc *scenarios) watchTargets(route string) *targetWatch {
 	ctx, cancel := context.WithCancel(sc.ctx)
-	tw := &targetWatch{stop: cancel, done: make(chan struct{}), watching: make(chan struct{}), order: objectOrder{live: map[string]int64{}}}
+	tw := &targetWatch{stop: cancel, done: make(chan struct{}), watching: make(chan struct{}), order: objectOrder{live: map[string]string{}}}
 	go sc.watchOrder(ctx, tw, route)
 	fault := func(format string, a ...any) {
 		tw.mu.Lock()
@@ -242,12 +244,23 @@ func (tw *targetWatch) end() (faults, seen []string) {
 	switch {
 	case o.err != nil:
 		faults = append(faults, "cannot watch the route's Objects: "+o.err.Error())
-	case o.routeNamed == 0:
+	case o.routeNamed == "":
 		faults = append(faults, "the route's Object never named the backend's new objects")
 	}
 	for _, k := range renamedKeys {
-		if at := o.live[k]; o.routeNamed != 0 && (at == 0 || at > o.routeNamed) {
-			faults = append(faults, fmt.Sprintf("the route's Object named the backend's new objects at resourceVersion %d, before the provider observed the remote object of the Object %s (at %d; 0: never)", o.routeNamed, k, at))
+		if o.routeNamed == "" {
+			break
+		}
+		at := o.live[k]
+		if at == "" {
+			faults = append(faults, fmt.Sprintf("the route's Object named the backend's new objects at resourceVersion %s, and the provider never observed the remote object of the Object %s", o.routeNamed, k))
+			continue
+		}
+		switch c, err := resourceversion.CompareResourceVersion(at, o.routeNamed); {
+		case err != nil:
+			faults = append(faults, "cannot order the route's Objects' writes: "+err.Error())
+		case c > 0:
+			faults = append(faults, fmt.Sprintf("the route's Object named the backend's new objects at resourceVersion %s, before the provider observed the remote object of the Object %s (at %s)", o.routeNamed, k, at))
 		}
 	}
 	return faults, slices.Clone(tw.names)
@@ -283,18 +296,14 @@ func (sc *scenarios) watchOrder(ctx context.Context, tw *targetWatch, route stri
 		if !ok {
 			continue
 		}
-		rv, err := strconv.ParseInt(u.GetResourceVersion(), 10, 64)
-		if err != nil {
-			record(fmt.Errorf("cannot read the resourceVersion of the Object %s: %w", u.GetName(), err))
-			return
-		}
+		rv := u.GetResourceVersion()
 		key := u.GetAnnotations()[harness.AnnotationResourceName]
 		tw.mu.Lock()
-		if m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest"); key == "route" && tw.order.routeNamed == 0 &&
+		if m, _, _ := unstructured.NestedMap(u.Object, "spec", "forProvider", "manifest"); key == "route" && tw.order.routeNamed == "" &&
 			slices.Contains(ruleBackendRefs(&unstructured.Unstructured{Object: m}), newName) {
 			tw.order.routeNamed = rv
 		}
-		if _, observed, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest"); observed && slices.Contains(renamedKeys, key) && tw.order.live[key] == 0 {
+		if _, observed, _ := unstructured.NestedMap(u.Object, "status", "atProvider", "manifest"); observed && slices.Contains(renamedKeys, key) && tw.order.live[key] == "" {
 			tw.order.live[key] = rv
 		}
 		tw.mu.Unlock()
