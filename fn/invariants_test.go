@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strings"
@@ -40,6 +41,10 @@ import (
 //     one without a namespace where its gateway grants it.
 //  4. The same request gets the same response, messages included, whatever
 //     order Go's maps meet things in.
+//  5. A route with spec.gatewaySelector composes on each selected
+//     gateway's cluster exactly what the same route with spec.gatewayName
+//     set to that gateway composes, under the gateway's name and nothing
+//     else, and routes only when every one of those routes.
 //
 // FuzzInvariants checks them over worlds built from the fuzzer's bytes:
 // one gateway with every optional field (TLS, callers, budgets, a client
@@ -387,6 +392,108 @@ func FuzzInvariants(f *testing.F) {
 			rsp := check(owner, r.xr, r.required)
 			checkModels(t, rsp, md["namespace"].(string), w.grants)
 			claim(owner, rsp)
+			checkFleet(t, owner, r, rsp, check)
 		}
 	})
+}
+
+// checkFleet fails unless route r, made a fleet route over its gateway
+// and a second one on another cluster, composes on each exactly what r
+// composes with spec.gatewayName set to that gateway (rsp, for the first),
+// under the gateway's name, and is RoutingReady only when both are
+// (invariant 5). Nothing of the fuzzer's bytes is read, so the seeds of
+// the other invariants keep their worlds.
+func checkFleet(t *testing.T, owner string, r invariantRoute, rsp *fnv1.RunFunctionResponse, check func(string, obj, map[string][]obj) *fnv1.RunFunctionResponse) {
+	t.Helper()
+	first := r.required["gateway"][0]
+	second := deepCopy(first)
+	second["metadata"] = obj{"name": "inference-gateway-2"}
+	second["spec"].(obj)["providerConfigName"] = "gpu-cluster-2"
+	gateways := []obj{deepCopy(first), second, deepCopy(first)}
+	for i, g := range gateways {
+		md := obj{"name": fmt.Sprint(g["metadata"].(obj)["name"]), "labels": obj{"region": "eu"}}
+		if i == 2 {
+			md = obj{"name": "inference-gateway-us", "labels": obj{"region": "us"}}
+		}
+		g["metadata"] = md
+	}
+	xr2 := deepCopy(r.xr)
+	xr2["spec"].(obj)["gatewayName"] = "inference-gateway-2"
+	req2 := maps.Clone(r.required)
+	req2["gateway"] = []obj{second}
+	single := map[string]*fnv1.RunFunctionResponse{
+		"inference-gateway":   rsp,
+		"inference-gateway-2": check(owner+" on inference-gateway-2", xr2, req2),
+	}
+
+	fleet := deepCopy(r.xr)
+	delete(fleet["spec"].(obj), "gatewayName")
+	fleet["spec"].(obj)["gatewaySelector"] = obj{"matchLabels": obj{"region": "eu"}}
+	freq := maps.Clone(r.required)
+	delete(freq, "gateway")
+	freq["gateways"] = gateways
+	frsp := check(owner+" as a fleet route", fleet, freq)
+
+	got := frsp.GetDesired().GetResources()
+	want := 0
+	ready := true
+	for gw, one := range single {
+		for k, d := range one.GetDesired().GetResources() {
+			want++
+			if diff := cmp.Diff(composedAs(d), composedAs(got[gw+"/"+k])); diff != "" {
+				t.Fatalf("invariant 5: %s as a fleet route composes %s/%s otherwise than with spec.gatewayName %s (-gatewayName +fleet):\n%s", owner, gw, k, gw, diff)
+			}
+		}
+		ready = ready && condition(one, "RoutingReady").GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE
+	}
+	if len(got) != want {
+		t.Fatalf("invariant 5: %s as a fleet route composes %d resources, its two gateways' routes %d: %v", owner, len(got), want, slices.Sorted(maps.Keys(got)))
+	}
+	if fr := condition(frsp, "RoutingReady").GetStatus() == fnv1.Status_STATUS_CONDITION_TRUE; fr != ready {
+		t.Fatalf("invariant 5: %s as a fleet route says RoutingReady %t, its two gateways' routes together %t", owner, fr, ready)
+	}
+}
+
+// composedAs is a desired resource as Crossplane applies it, less what
+// names its Object on the control plane: the composition resource name,
+// and the Object's name, which the test's observed Objects take from it
+// (Crossplane makes it from a hash of it).
+func composedAs(r *fnv1.Resource) obj {
+	if r == nil {
+		return nil
+	}
+	o := r.GetResource().AsMap()
+	if md, ok := o["metadata"].(obj); ok {
+		delete(md, "name")
+		if a, ok := md["annotations"].(obj); ok {
+			delete(a, "crossplane.io/composition-resource-name")
+			if len(a) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	return obj{"resource": o, "ready": r.GetReady().String()}
+}
+
+// deepCopy copies JSON-shaped data.
+func deepCopy(o obj) obj {
+	var cp func(any) any
+	cp = func(v any) any {
+		switch x := v.(type) {
+		case obj:
+			out := make(obj, len(x))
+			for k, e := range x {
+				out[k] = cp(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = cp(e)
+			}
+			return out
+		}
+		return v
+	}
+	return cp(o).(obj)
 }

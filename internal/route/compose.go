@@ -17,7 +17,7 @@ type Composer struct{}
 // always composes what it can: it gates only RoutingReady on the gateway,
 // never the composed resources, because Crossplane deletes whatever a
 // function stops desiring, and that would take the model offline.
-func (Composer) Compose(req compose.Request) (*compose.Result, error) {
+func (r Composer) Compose(req compose.Request) (*compose.Result, error) {
 	spec, err := readSpec(req.Composite)
 	if err != nil {
 		// A route that composed keeps serving what it composed, and says
@@ -33,6 +33,9 @@ func (Composer) Compose(req compose.Request) (*compose.Result, error) {
 		return nil, err
 	}
 	apiVersion, _ := req.Composite["apiVersion"].(string)
+	if spec.GatewaySelector != nil {
+		return r.composeFleet(req, spec, name, ns, apiVersion)
+	}
 	inRoute := observedBackendRefs(req)
 	res := &compose.Result{
 		Resources:    map[string]compose.Desired{},

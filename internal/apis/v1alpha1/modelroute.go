@@ -16,6 +16,7 @@ const KindModelRoute = "ModelRoute"
 // +kubebuilder:printcolumn:name="ROUTING-READY",type=string,JSONPath=`.status.conditions[?(@.type=='RoutingReady')].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='RoutingReady')].reason`
 // +kubebuilder:printcolumn:name="USABLE",type=integer,JSONPath=`.status.backends.usable`
+// +kubebuilder:printcolumn:name="ROUTED",type=string,JSONPath=`.status.routed`
 type ModelRoute struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -50,13 +51,20 @@ const DefaultRequestTimeout = "600s"
 // them. The API server enforces the markers; Validate checks again what the
 // schema cannot say, and what crossplane render (which does not validate an
 // XR against its XRD) would otherwise let through.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.gatewayName) != has(self.gatewaySelector)",message="set exactly one of spec.gatewayName (one InferenceGateway) and spec.gatewaySelector (every InferenceGateway whose labels match)"
 type ModelRouteSpec struct {
-	// The InferenceGateway that serves this model.
-	// +kubebuilder:validation:Required
+	// The InferenceGateway that serves this model. Exactly one of
+	// gatewayName and gatewaySelector is set.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	GatewayName string `json:"gatewayName,omitempty"`
+	// The InferenceGateways that serve this model: every one whose labels
+	// match, each on its own cluster, composed there as a route with
+	// gatewayName would be. Exactly one of gatewayName and gatewaySelector
+	// is set.
+	GatewaySelector *GatewaySelector `json:"gatewaySelector,omitempty"`
 	// The model name callers send. Defaults to <namespace>/<name>. A name
 	// of the form <namespace>/<model> must start with this ModelRoute's
 	// namespace; one that starts with no namespace (gpt-4o) only if the
@@ -111,6 +119,80 @@ type ModelRouteStatus struct {
 	// that reads an older one read a copy that has not caught up.
 	// +optional
 	FollowedGateway *FollowedGateway `json:"followedGateway,omitempty"`
+
+	// With spec.gatewaySelector: how many of the InferenceGateways that
+	// serve a cluster route the model, of how many the selector matches,
+	// such as 2/2.
+	// +optional
+	Routed string `json:"routed,omitempty"`
+	// With spec.gatewaySelector: each InferenceGateway the selector
+	// matches, and whether it routes the model.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Gateways []GatewayRouting `json:"gateways,omitempty"`
+}
+
+// GatewayRouting is how one InferenceGateway a ModelRoute's
+// spec.gatewaySelector matches serves the model.
+type GatewayRouting struct {
+	// The InferenceGateway's name.
+	Name string `json:"name"`
+	// Its cluster: the providerConfigName its objects are composed with.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// Its address.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// Whether it routes the model: what RoutingReady would say of a route
+	// with gatewayName set to it.
+	Routes bool `json:"routes"`
+	// RoutingReady's reason for this gateway.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// RoutingReady's message for this gateway: why it routes the model,
+	// or why not.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// When routing through this gateway last stopped, or took another
+	// reason while stopped.
+	// +optional
+	NotReadySince *metav1.Time `json:"notReadySince,omitempty"`
+	// The gateway's verdict this route last followed.
+	// +optional
+	FollowedGateway *FollowedGateway `json:"followedGateway,omitempty"`
+}
+
+// GatewaySelector selects InferenceGateways by their labels, as a
+// Kubernetes label selector does; it must say something, so that a
+// selector left empty by mistake never takes in every gateway.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.gatewaySelector selects nothing: set matchLabels or matchExpressions"
+type GatewaySelector struct {
+	// Labels an InferenceGateway must have, with these values.
+	// +kubebuilder:validation:MaxProperties=64
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// Requirements on an InferenceGateway's labels; all must hold.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	MatchExpressions []GatewaySelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// GatewaySelectorRequirement is one requirement on a label.
+type GatewaySelectorRequirement struct {
+	// The label's key.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+	// How the label's value relates to values.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator string `json:"operator"`
+	// The values, for In and NotIn; none for Exists and DoesNotExist.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Values []string `json:"values,omitempty"`
 }
 
 // FollowedGateway is the GatewayReady verdict a ModelRoute last followed:

@@ -19,11 +19,8 @@ func (s *ModelRouteSpec) Validate() error {
 	bad := func(format string, a ...any) error {
 		return errors.Errorf("cannot compose ModelRoute: "+format, a...)
 	}
-	if s.GatewayName == "" {
-		return bad("spec.gatewayName is required; name the InferenceGateway that serves this model")
-	}
-	if errs := validation.IsDNS1123Subdomain(s.GatewayName); len(errs) > 0 {
-		return bad("spec.gatewayName %q is not an InferenceGateway name (%s); name the InferenceGateway that serves this model", s.GatewayName, strings.Join(errs, "; "))
+	if err := s.validateGateway(); err != nil {
+		return bad("%s", err.Error())
 	}
 	if len(s.Model) > 4096 {
 		return bad("spec.model is %d characters; AI Gateway matches at most 4096", len(s.Model))
@@ -53,6 +50,24 @@ func (s *ModelRouteSpec) Validate() error {
 	}
 	if s.Timeouts != nil && s.Timeouts.Request != "" && !gatewayDuration.MatchString(s.Timeouts.Request) {
 		return bad("spec.timeouts.request %q is not a Gateway API duration; use a form such as 600s, 10m or 1h30m", s.Timeouts.Request)
+	}
+	return nil
+}
+
+// validateGateway checks that exactly one of spec.gatewayName and
+// spec.gatewaySelector is set, and that it is well formed.
+func (s *ModelRouteSpec) validateGateway() error {
+	switch {
+	case s.GatewayName == "" && s.GatewaySelector == nil:
+		return errors.New("neither spec.gatewayName nor spec.gatewaySelector is set; set exactly one: gatewayName names the InferenceGateway that serves this model, gatewaySelector selects every InferenceGateway whose labels match")
+	case s.GatewayName != "" && s.GatewaySelector != nil:
+		return errors.Errorf("both spec.gatewayName %q and spec.gatewaySelector are set; set exactly one: gatewayName names the InferenceGateway that serves this model, gatewaySelector selects every InferenceGateway whose labels match", s.GatewayName)
+	case s.GatewaySelector != nil:
+		_, err := s.GatewaySelector.Selector()
+		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(s.GatewayName); len(errs) > 0 {
+		return errors.Errorf("spec.gatewayName %q is not an InferenceGateway name (%s); name the InferenceGateway that serves this model", s.GatewayName, strings.Join(errs, "; "))
 	}
 	return nil
 }
