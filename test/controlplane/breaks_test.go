@@ -27,7 +27,11 @@ import (
 // from the Deployment controller's own counters, and never taking a model
 // offline by dropping its route. Each break below makes one such mistake
 // in a copy of one source file, compiled into the function with
-// `go build -overlay`, so the working tree is never touched.
+// `go build -overlay`, so the working tree is never touched. The last
+// ones break AI Gateway's controller instead, in a copy of its module
+// (harness.Controllers.WithAIGatewayEdit): what they show the suite
+// catches is an AI Gateway that no longer does what the function relies
+// on.
 //
 //	go test -v -timeout 60m -run '^TestControlPlane$' ./test/controlplane -args -break=NAME
 //
@@ -49,12 +53,24 @@ var (
 // An edit replaces the one occurrence of old with new.
 type edit struct{ old, new string }
 
+// An upstreamEdit replaces the one occurrence of old with new in file, a
+// path in AI Gateway's pinned module.
+type upstreamEdit struct {
+	file string
+	edit
+}
+
 // A deliberateBreak is a mistake the suite must catch.
 type deliberateBreak struct {
 	name  string
 	what  string
 	file  string // relative to the repository root
 	edits []edit
+	// aiGateway, instead of file and edits, breaks AI Gateway's
+	// controller: for a promise that holds by AI Gateway's behaviour, not
+	// by anything the function composes, this shows the check of it can
+	// fail, as it would on an AI Gateway release that behaves otherwise.
+	aiGateway *upstreamEdit
 	// caughtBy is text the failing run prints where the suite catches
 	// the break.
 	caughtBy string
@@ -342,7 +358,55 @@ var breaks = []deliberateBreak{{
 	// (watchOrder: by resourceVersion, whatever the timing).
 	caughtBy:  "while the backend's objects moved: ",
 	scenarios: "^(1-2_|5b3_)",
+}, {
+	name: "aigw-ext-proc-off-on-route",
+	what: "AI Gateway no longer enables its ext_proc on the routes it generates, so a model's requests reach the backend " +
+		"unread: no model-name routing, no token counting, no provider translation. No composed object decides this " +
+		"(ai-gateway v1.0.0 internal/extensionserver/post_translate_modify.go enables it on every route whose HTTPRoute it " +
+		"generated), so the break is AI Gateway's",
+	aiGateway: &upstreamEdit{file: "internal/extensionserver/post_translate_modify.go", edit: edit{
+		old: "\t\t\t\troute.TypedPerFilterConfig[aiGatewayExtProcName] = fcAny\n",
+		new: "\t\t\t\t_ = fcAny\n",
+	}},
+	// Scenario 2's xDS: the model route's typed_per_filter_config. (The
+	// listener keeps the filter, disabled: AI Gateway still counts the
+	// route as its own. Not recognising the route at all also drops the
+	// listener's filter, which the same check catches first: a run on
+	// 2026-12-07 failed with "no envoy.filters.http.ext_proc/aigateway
+	// filter" on the http listener.)
+	caughtBy:  extProcFilter + " not enabled",
+	scenarios: "^(1-2_)",
+}, {
+	name: "aigw-caller-metadata-first",
+	what: "AI Gateway puts the filter that copies x-modelplane-caller into metadata first in the chain, before caller " +
+		"authentication has written the caller (and after the front door removed a client's own), so the access log names " +
+		"no caller. Nothing composed orders the HTTP filters (ai-gateway v1.0.0 internal/extensionserver/header_to_metadata.go " +
+		"inserts it right before the router), so the break is AI Gateway's",
+	aiGateway: &upstreamEdit{file: "internal/extensionserver/header_to_metadata.go", edit: edit{
+		old: "\t\t\tmgr.HttpFilters = append(mgr.HttpFilters[:i], append([]*httpconnectionmanagerv3.HttpFilter{filter}, mgr.HttpFilters[i:]...)...)\n",
+		new: "\t\t\t_ = i\n\t\t\tmgr.HttpFilters = append([]*httpconnectionmanagerv3.HttpFilter{filter}, mgr.HttpFilters...)\n",
+	}},
+	// Scenario 5c's xDS, where caller authentication is on: the HTTP
+	// connection manager's filter order.
+	caughtBy:  headerToMetadataFilter + " at 0, want after " + apiKeyAuthFilter,
+	scenarios: "^(1-2_|5c_)",
 }}
+
+// breakControllers returns pair with AI Gateway's controller broken, when
+// the break named by -break is one of AI Gateway's.
+func breakControllers(tb testing.TB, pair harness.Controllers) harness.Controllers {
+	tb.Helper()
+	if *breakName == "" {
+		return pair
+	}
+	b, err := findBreak(*breakName)
+	harness.Must(tb, err)
+	if b.aiGateway == nil {
+		return pair
+	}
+	tb.Logf("DELIBERATE BREAK %q: %s. This run is expected to fail (%q).", b.name, b.what, b.caughtBy)
+	return pair.WithAIGatewayEdit("break-"+b.name, b.aiGateway.file, b.aiGateway.old, b.aiGateway.new)
+}
 
 // run is the child run's -test.run filter: TestControlPlane, narrowed to
 // the break's scenarios.
@@ -399,6 +463,9 @@ func functionFlags(tb testing.TB, root, dir string) []string {
 	}
 	b, err := findBreak(*breakName)
 	harness.Must(tb, err)
+	if b.aiGateway != nil {
+		return nil // breakControllers
+	}
 	tb.Logf("DELIBERATE BREAK %q: %s. This run is expected to fail (%q).", b.name, b.what, b.caughtBy)
 	return []string{b.overlay(tb, root, dir)}
 }
@@ -482,13 +549,18 @@ func caughtIn(log, caughtBy string) bool {
 }
 
 // TestBreaksCompile applies every deliberate break and builds the broken
-// function, so that a break whose source has moved on fails here, in every
+// function (for a break of AI Gateway's, checks its edit applies to the
+// pinned module, without the minutes of building the controller), so that a break whose source has moved on fails here, in every
 // run, rather than only when someone runs the breaks.
 func TestBreaksCompile(t *testing.T) {
 	root, err := toolchain.Root()
 	harness.Must(t, err)
 	for _, b := range breaks {
 		t.Run(b.name, func(t *testing.T) {
+			if b.aiGateway != nil {
+				harness.CheckAIGatewayEdit(t.Context(), t, b.aiGateway.file, b.aiGateway.old)
+				return
+			}
 			dir := t.TempDir()
 			if _, err := toolchain.Function(dir, b.overlay(t, root, dir)); err != nil {
 				t.Errorf("cannot build the function with the deliberate break %q: %v", b.name, err)

@@ -203,7 +203,7 @@ func bringUpWith(t *testing.T, o upOptions) *scenarios {
 	root, err := toolchain.Root()
 	harness.Must(t, err)
 
-	pair := harness.MustControllers(t)
+	pair := breakControllers(t, harness.MustControllers(t))
 	t.Logf("controllers: %s", pair)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -256,7 +256,7 @@ func bringUpWith(t *testing.T, o upOptions) *scenarios {
 func missingBinaries(root string, tools []harness.Tool) []string {
 	var out []string
 	for _, t := range tools {
-		if _, err := os.Stat(filepath.Join(root, "bin", "controlplane", t.Name+"-"+t.Version)); err != nil {
+		if _, err := os.Stat(filepath.Join(root, "bin", "controlplane", t.File())); err != nil {
 			out = append(out, t.Name)
 		}
 	}

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,6 +37,17 @@ type Tool struct {
 	// edits are source changes made only in this build, in a copy of the
 	// module (editedModules): the module cache stays as downloaded.
 	edits []sourceEdit
+	// variant, when set, names a build with edits of its own (a
+	// deliberate break), cached beside the plain one.
+	variant string
+}
+
+// File is the name of t's binary under bin/controlplane.
+func (t Tool) File() string {
+	if t.variant == "" {
+		return t.Name + "-" + t.Version
+	}
+	return t.Name + "-" + t.Version + "-" + t.variant
 }
 
 // A sourceEdit replaces old, which must occur exactly once, by new in one
@@ -115,12 +128,15 @@ var (
 		pkg: "github.com/envoyproxy/gateway/cmd/envoy-gateway"}
 
 	toolAIGateway = Tool{Name: "ai-gateway-controller", Version: "v1.0.0", module: "ai-gateway",
-		pkg: "github.com/envoyproxy/ai-gateway/cmd/controller"}
+		pkg: aiGatewayModule + "/cmd/controller"}
 
 	// kubectl is the README reader's (the suite's quickstart_test.go).
 	ToolKubectl = Tool{Name: "kubectl", Version: "v1.36.1", module: "kubernetes",
 		pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeVersionFlags}
 )
+
+// aiGatewayModule is AI Gateway's Go module.
+const aiGatewayModule = "github.com/envoyproxy/ai-gateway"
 
 // Controllers is a Crossplane and the provider-kubernetes the suite runs
 // beside it.
@@ -128,6 +144,47 @@ type Controllers struct {
 	name       string // the value of controllersEnv that picks the pair
 	crossplane Tool
 	provider   Tool
+	// aiGateway, when set, replaces the plain AI Gateway controller
+	// (WithAIGatewayEdit).
+	aiGateway *Tool
+}
+
+// WithAIGatewayEdit returns p with AI Gateway's controller built from its
+// pinned module with old replaced by replacement in file (a path in the
+// module): a deliberate break of the upstream behaviour a check relies on,
+// built and cached as a variant of its own, so the plain build stays as
+// it is.
+func (p Controllers) WithAIGatewayEdit(variant, file, old, replacement string) Controllers {
+	t := toolAIGateway
+	// The edit's hash in the name: a changed edit is built anew, not
+	// taken from the cache.
+	sum := sha256.Sum256([]byte(file + "\x00" + old + "\x00" + replacement))
+	t.variant = variant + "-" + hex.EncodeToString(sum[:4])
+	t.edits = []sourceEdit{{module: aiGatewayModule, version: t.Version, file: file, old: old, new: replacement}}
+	p.aiGateway = &t
+	return p
+}
+
+// CheckAIGatewayEdit fails tb unless old occurs exactly once in file of
+// AI Gateway's pinned module, as WithAIGatewayEdit needs: a break whose
+// upstream source moved on fails in every run, not only when it runs.
+func CheckAIGatewayEdit(ctx context.Context, tb testing.TB, file, old string) {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleDir(ctx, tb, aiGatewayModule, toolAIGateway.Version), filepath.FromSlash(file)))
+	if err != nil {
+		tb.Fatalf("cannot read %s@%s %s: %v", aiGatewayModule, toolAIGateway.Version, file, err)
+	}
+	if n := strings.Count(string(b), old); n != 1 {
+		tb.Fatalf("cannot edit %s@%s %s: want %q once, found it %d times", aiGatewayModule, toolAIGateway.Version, file, old, n)
+	}
+}
+
+// aiGatewayTool is the AI Gateway controller p runs.
+func (p Controllers) aiGatewayTool() Tool {
+	if p.aiGateway != nil {
+		return *p.aiGateway
+	}
+	return toolAIGateway
 }
 
 // controllersEnv names the environment variable that picks the pair:
@@ -164,14 +221,18 @@ func MustControllers(tb testing.TB) Controllers {
 
 // String names the pair's versions, for logs.
 func (p Controllers) String() string {
-	return fmt.Sprintf("Crossplane %s and provider-kubernetes %s (%s=%s)",
+	s := fmt.Sprintf("Crossplane %s and provider-kubernetes %s (%s=%s)",
 		p.crossplane.Version, p.provider.Version, controllersEnv, p.name)
+	if p.aiGateway != nil {
+		s += fmt.Sprintf(", AI Gateway %s edited (%s)", p.aiGateway.Version, p.aiGateway.variant)
+	}
+	return s
 }
 
 // ToolsFor returns every binary a control plane with pair p runs, in the
 // order they are built: only the selected pair's Crossplane and provider.
 func ToolsFor(p Controllers) []Tool {
-	return []Tool{toolCrane, toolEtcd, p.provider, p.crossplane, toolAIGateway, toolEnvoyGateway, toolAPIServer, toolControllerManager, ToolXDSReader, ToolKubectl, toolCertManager, ToolRateLimit}
+	return []Tool{toolCrane, toolEtcd, p.provider, p.crossplane, p.aiGatewayTool(), toolEnvoyGateway, toolAPIServer, toolControllerManager, ToolXDSReader, ToolKubectl, toolCertManager, ToolRateLimit}
 }
 
 // BuildMu keeps two builds from this test binary from running at once: on
@@ -182,7 +243,7 @@ var BuildMu sync.Mutex
 // repository root, building it first if it is not there.
 func buildTool(ctx context.Context, tb testing.TB, root string, t Tool) string {
 	tb.Helper()
-	out := filepath.Join(root, "bin", "controlplane", t.Name+"-"+t.Version)
+	out := filepath.Join(root, "bin", "controlplane", t.File())
 	if _, err := os.Stat(out); err == nil {
 		tb.Logf("build %s %s: cached at %s", t.Name, t.Version, out)
 		checkVersion(ctx, tb, t, out)
