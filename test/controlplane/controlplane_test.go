@@ -142,6 +142,7 @@ func TestControlPlane(t *testing.T) {
 		{"5g_AIGatewayDown", sc.aiGatewayDown},
 		{"5h_GatewaySpecRefused", sc.gatewaySpecRefused},
 		{"5i_ProviderWithoutWatches", sc.watchesOff},
+		{"5j_FleetRouteOnTwoAPIServers", sc.fleetRoute},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},
 	} {

@@ -148,6 +148,11 @@ type Allowance struct {
 	// resource name (AnnotationResourceName): a backend removed from a
 	// route takes its Objects, whose names nobody chose.
 	ResourceName string
+	// ResourceNamePrefix, when set, matches only Objects whose
+	// composition resource name starts with it: a fleet route's Objects on
+	// one gateway (<gateway>/...), which Crossplane deletes with their
+	// labels stripped when the gateway leaves the selection.
+	ResourceNamePrefix string
 }
 
 // World watches the API server for the whole test: it checks the
@@ -300,7 +305,8 @@ func (w *World) onDelete(gvr schema.GroupVersionResource, u *unstructured.Unstru
 	for _, a := range w.allowances {
 		if a.Resource == gvr.Resource && a.Namespace == u.GetNamespace() && (a.Name == "" || a.Name == u.GetName()) &&
 			(a.Composite == "" || a.Composite == u.GetLabels()[LabelComposite]) &&
-			(a.ResourceName == "" || a.ResourceName == u.GetAnnotations()[AnnotationResourceName]) {
+			(a.ResourceName == "" || a.ResourceName == u.GetAnnotations()[AnnotationResourceName]) &&
+			strings.HasPrefix(u.GetAnnotations()[AnnotationResourceName], a.ResourceNamePrefix) {
 			d.Allowed, d.AllowedReason = true, a.Reason
 			break
 		}
