@@ -105,7 +105,7 @@ func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route stri
 		if p.moving(inRoute) && !bs.moved(req.Observed, be, p) {
 			bs.viaLegacy[be.Name] = p.legacy
 		}
-		if be.APIKey == nil {
+		if ref, _ := be.CredentialSecret(); ref == nil {
 			switch {
 			case caWaiting:
 				bs.caDelivering = append(bs.caDelivering, be.Name)
@@ -187,13 +187,11 @@ func (bs *backends) moved(obs map[string]remote.Observed, be v1alpha1.Backend, p
 	if !newlyPlaced(obs, p) {
 		return false
 	}
-	if be.APIKey != nil {
-		if !remote.CopyStateIn(obs, prefixCredential+p.key).Delivered {
-			return false
-		}
-		if o, ok := obs[prefixCredPolicy+p.key]; !ok || !o.Live() {
-			return false
-		}
+	if ref, _ := be.CredentialSecret(); ref != nil && !remote.CopyStateIn(obs, prefixCredential+p.key).Delivered {
+		return false
+	}
+	if o, ok := obs[prefixCredPolicy+p.key]; be.Authenticated() && (!ok || !o.Live()) {
+		return false
 	}
 	return be.CARef() == nil || bs.cas[be.Name].delivered
 }
@@ -240,19 +238,34 @@ func observedBackendRefs(req compose.Request) map[string]bool {
 // Crossplane has not fetched the Secret yet: that is no problem of the
 // user's, and Crossplane calls the function again with it.
 func apiKey(req compose.Request, be v1alpha1.Backend) (bool, string, string) {
-	ref := be.APIKey.SecretRef
+	ref, _ := be.CredentialSecret()
+	noun, field := credentialNoun(be)
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {
 	case !resolved:
 		return false, "", ""
 	case len(items) == 0:
-		return false, "", fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, ref.Name, ref.Key)
+		return false, "", fmt.Sprintf("backend %q is left out of the route: its %s Secret %q does not exist in the ModelRoute's namespace; create it with the key %q", be.Name, noun, ref.Name, ref.Key)
 	}
 	md, _ := items[0]["metadata"].(map[string]any)
 	version, _ := md["resourceVersion"].(string)
 	data, _ := items[0]["data"].(map[string]any)
 	if v, _ := data[ref.Key].(string); v == "" {
-		return false, version, fmt.Sprintf("backend %q is left out of the route: its API-key Secret %q has no key %q; add the key or fix spec.backends.apiKey.secretRef.key", be.Name, ref.Name, ref.Key)
+		return false, version, fmt.Sprintf("backend %q is left out of the route: its %s Secret %q has no key %q; add the key or fix spec.backends.%s.key", be.Name, noun, ref.Name, ref.Key, field)
 	}
 	return true, version, ""
+}
+
+// credentialNoun names a backend's credential Secret in messages, and the
+// field under spec.backends[] that names it.
+func credentialNoun(be v1alpha1.Backend) (noun, field string) {
+	switch c := be.Credentials; {
+	case c == nil:
+		return "API-key", "apiKey.secretRef"
+	case c.AWS != nil:
+		return "AWS credentials", "credentials.aws.secretRef"
+	case c.GCP != nil:
+		return "GCP service account", "credentials.gcp.secretRef"
+	}
+	return "Azure client secret", "credentials.azure.clientSecretRef"
 }

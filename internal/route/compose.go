@@ -203,11 +203,19 @@ func (b builder) compose(res *compose.Result, model string, refs []ref, bs backe
 			set(key(prefixCA), b.caCopy(be, ca), ca.delivered)
 		}
 		set(key(prefixAIBackend), b.aiBackend(be), b.ready(key(prefixAIBackend)))
-		if be.APIKey == nil {
-			continue
-		}
-		set(key(prefixCredPolicy), b.credPolicy(be), b.ready(key(prefixCredPolicy)))
-		c := bs.credentials[be.Name]
+		b.composeCredentials(set, be, bs.credentials[be.Name])
+	}
+}
+
+// composeCredentials adds a backend's BackendSecurityPolicy and the copy
+// of its credential's Secret, for a backend that has them.
+func (b builder) composeCredentials(set func(string, *remote.Object, bool), be v1alpha1.Backend, c keyState) {
+	if !be.Authenticated() {
+		return
+	}
+	key := func(prefix string) string { return b.key(prefix, be.Name) }
+	set(key(prefixCredPolicy), b.credPolicy(be), b.ready(key(prefixCredPolicy)))
+	if ref, _ := be.CredentialSecret(); ref != nil {
 		set(key(prefixCredential), b.credential(be, c.withKey, c.version), c.delivered)
 	}
 }

@@ -13,7 +13,7 @@ const (
 )
 
 // requirements asks for the InferenceGateway by name, and for each API-key
-// Secret by name in the ModelRoute's own namespace.
+// or cloud-credential Secret by name in the ModelRoute's own namespace.
 func requirements(req compose.Request, spec *v1alpha1.ModelRouteSpec, apiVersion, ns string) map[string]compose.Requirement {
 	gv := req.Input.InferenceGatewayAPIVersion
 	if gv == "" {
@@ -23,9 +23,8 @@ func requirements(req compose.Request, spec *v1alpha1.ModelRouteSpec, apiVersion
 		requireGateway: {APIVersion: gv, Kind: gateway.Kind, Name: spec.GatewayName},
 	}
 	for _, be := range spec.Backends {
-		if be.APIKey != nil {
-			n := be.APIKey.SecretRef.Name
-			out[requireSecretPrefix+n] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: n, Namespace: ns}
+		if ref, _ := be.CredentialSecret(); ref != nil {
+			out[requireSecretPrefix+ref.Name] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: ns}
 		}
 	}
 	caRequirements(spec, ns, out)

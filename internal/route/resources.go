@@ -2,6 +2,7 @@ package route
 
 import (
 	"slices"
+	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
@@ -37,12 +38,6 @@ const (
 	prefixCredPolicy = "credpolicy-"
 )
 
-const (
-	// apiKeyInSecret is the Secret key AI Gateway reads an API key from
-	// (ai-gateway v1.0.0 internal/controller, apiKeyInSecret).
-	apiKeyInSecret = "apiKey"
-)
-
 // implied lists every composition resource name the spec implies, and
 // keeps the objects of a backend removed from the spec for as long as the
 // observed route still names it (inRoute): deleting a Backend or
@@ -68,9 +63,11 @@ func implied(s *v1alpha1.ModelRouteSpec, in *v1beta1.Input, inRoute map[string]b
 		out[prefixBackend+k] = true
 		out[prefixAIBackend+k] = true
 		// A key or a CA is a source the route follows (sources).
-		if b.APIKey != nil {
-			out[prefixCredential+k] = true
+		if b.Authenticated() {
 			out[prefixCredPolicy+k] = true
+		}
+		if ref, _ := b.CredentialSecret(); ref != nil {
+			out[prefixCredential+k] = true
 			out[ResourceSources] = true
 		}
 		if b.CARef() != nil {
@@ -262,8 +259,8 @@ func sources(s *v1alpha1.ModelRouteSpec, ns string) []remote.Source {
 		}
 	}
 	for _, be := range s.Backends {
-		if be.APIKey != nil {
-			add(remote.Source{Kind: "Secret", Name: be.APIKey.SecretRef.Name, Namespace: ns})
+		if ref, _ := be.CredentialSecret(); ref != nil {
+			add(remote.Source{Kind: "Secret", Name: ref.Name, Namespace: ns})
 		}
 		if r := be.CARef(); r != nil {
 			add(remote.Source{Kind: r.KindOrDefault(), Name: r.Name, Namespace: ns})
@@ -296,20 +293,23 @@ const sourcesSuffix = "sources"
 // reconcile. Watching the Object would do it too, but would make the
 // provider watch every Secret of the gateway cluster.
 func (b builder) credential(be v1alpha1.Backend, withKey bool, version string) *remote.Object {
-	ref := be.APIKey.SecretRef
+	ref, key := be.CredentialSecret()
 	return remote.SecretCopy{
 		Meta: b.meta(b.child(be.Name)),
 		Type: "Opaque",
 		Name: ref.Name, Namespace: b.namespace,
-		// Brackets, because a Secret key may hold dots.
-		Keys:    []remote.KeyCopy{{FieldPath: "data[" + ref.Key + "]", ToFieldPath: "data." + apiKeyInSecret}},
+		// Brackets, because a Secret key may hold dots, and AI Gateway's
+		// service_account.json does; the others keep the dotted form
+		// every existing route's Object has.
+		Keys:    []remote.KeyCopy{{FieldPath: "data[" + ref.Key + "]", ToFieldPath: toField(key)}},
 		Version: version, VersionAnnotation: names.KeyVersionAnnotation,
 	}.Object(b.providerConfig, withKey)
 }
 
-// credPolicy attaches the API key to the AIServiceBackend, in the header
-// the backend's provider expects (v1alpha1.CredentialTypes). Every type reads the
-// Secret's apiKey entry.
+// credPolicy attaches the backend's credential to its AIServiceBackend:
+// an API key in the header the backend's provider expects
+// (v1alpha1.CredentialTypes), every type reading the copy's apiKey entry,
+// or cloud credentials (cloudPolicy).
 func (b builder) credPolicy(be v1alpha1.Backend) *remote.Object {
 	ref := &gwapiv1.SecretObjectReference{Name: gwapiv1.ObjectName(b.child(be.Name))}
 	spec := &aigv1b1.BackendSecurityPolicySpec{
@@ -317,6 +317,12 @@ func (b builder) credPolicy(be v1alpha1.Backend) *remote.Object {
 			Group: upstream.AIGatewayGroup, Kind: "AIServiceBackend", Name: gwapiv1.ObjectName(b.child(be.Name)),
 		}},
 		Type: v1alpha1.CredentialTypes[aigv1b1.APISchema(be.Schema.Name)],
+	}
+	if be.Credentials != nil {
+		cloudPolicy(spec, be.Credentials, ref)
+		return b.wrap(&remote.Manifest[aigv1b1.BackendSecurityPolicySpec]{
+			APIVersion: upstream.AIGatewayAPIVersion, Kind: "BackendSecurityPolicy", Metadata: b.meta(b.child(be.Name)), Spec: spec,
+		})
 	}
 	switch spec.Type {
 	case aigv1b1.BackendSecurityPolicyTypeAnthropicAPIKey:
@@ -332,4 +338,38 @@ func (b builder) credPolicy(be v1alpha1.Backend) *remote.Object {
 		Metadata:   b.meta(b.child(be.Name)),
 		Spec:       spec,
 	})
+}
+
+// cloudPolicy makes spec a BackendSecurityPolicy of the cloud's type, its
+// Secret, when it has one, the backend's copy ref (ai-gateway v1.0.0
+// api/v1beta1/backendsecurity_policy.go). AWS without a Secret signs with
+// the default credential chain of Envoy's pods.
+func cloudPolicy(spec *aigv1b1.BackendSecurityPolicySpec, c *v1alpha1.Credentials, ref *gwapiv1.SecretObjectReference) {
+	switch {
+	case c.AWS != nil:
+		spec.Type = aigv1b1.BackendSecurityPolicyTypeAWSCredentials
+		spec.AWSCredentials = &aigv1b1.BackendSecurityPolicyAWSCredentials{Region: c.AWS.Region}
+		if c.AWS.SecretRef != nil {
+			profile := c.AWS.Profile
+			if profile == "" {
+				profile = v1alpha1.DefaultAWSProfile
+			}
+			spec.AWSCredentials.CredentialsFile = &aigv1b1.AWSCredentialsFile{SecretRef: ref, Profile: profile}
+		}
+	case c.GCP != nil:
+		spec.Type = aigv1b1.BackendSecurityPolicyTypeGCPCredentials
+		spec.GCPCredentials = &aigv1b1.BackendSecurityPolicyGCPCredentials{ProjectName: c.GCP.ProjectName, Region: c.GCP.Region,
+			CredentialsFile: &aigv1b1.GCPCredentialsFile{SecretRef: ref}}
+	case c.Azure != nil:
+		spec.Type = aigv1b1.BackendSecurityPolicyTypeAzureCredentials
+		spec.AzureCredentials = &aigv1b1.BackendSecurityPolicyAzureCredentials{ClientID: c.Azure.ClientID, TenantID: c.Azure.TenantID, ClientSecretRef: ref}
+	}
+}
+
+// toField is the fieldpath of key under a Secret's data.
+func toField(key string) string {
+	if strings.Contains(key, ".") {
+		return "data[" + key + "]"
+	}
+	return "data." + key
 }

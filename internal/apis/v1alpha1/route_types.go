@@ -61,6 +61,10 @@ const (
 // Backend is one upstream that serves the model.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.apiKey) || self.schema.name in ['OpenAI', 'Cohere', 'Anthropic', 'AzureOpenAI']",message="apiKey is only for the OpenAI, Cohere, Anthropic and AzureOpenAI schemas: AI Gateway authenticates AWS and Google backends with cloud credentials, not keys"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiKey) || !has(self.credentials)",message="set apiKey or credentials, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentials) || !has(self.credentials.aws) || self.schema.name in ['AWSBedrock', 'AWSAnthropic']",message="credentials.aws is only for the AWSBedrock and AWSAnthropic schemas"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentials) || !has(self.credentials.gcp) || self.schema.name in ['GCPVertexAI', 'GCPAnthropic']",message="credentials.gcp is only for the GCPVertexAI and GCPAnthropic schemas"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentials) || !has(self.credentials.azure) || self.schema.name == 'AzureOpenAI'",message="credentials.azure is only for the AzureOpenAI schema"
 type Backend struct {
 	// A DNS label, unique within the route.
 	// +kubebuilder:validation:Required
@@ -87,6 +91,9 @@ type Backend struct {
 	ModelNameOverride string `json:"modelNameOverride,omitempty"`
 	// The backend's API key.
 	APIKey *APIKey `json:"apiKey,omitempty"`
+	// The backend's cloud credentials, for the AWS, Google and Azure
+	// schemas: exactly one of aws, gcp and azure, never with apiKey.
+	Credentials *Credentials `json:"credentials,omitempty"`
 
 	// ForwardsCaller reads this.
 
@@ -193,3 +200,116 @@ type SecretRef struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key,omitempty"`
 }
+
+// Keys under which AI Gateway v1.0.0 reads each cloud credential from the
+// Secret its BackendSecurityPolicy names (api/v1beta1/
+// backendsecurity_policy.go: AWSCredentialsFile, GCPCredentialsFile,
+// BackendSecurityPolicyAzureCredentials.ClientSecretRef).
+const (
+	// APIKeyKey: an API key (internal/controller, apiKeyInSecret).
+	APIKeyKey            = "apiKey"
+	AWSCredentialsKey    = "credentials"
+	GCPCredentialsKey    = "service_account.json"
+	AzureClientSecretKey = "client-secret"
+	// DefaultAWSProfile is credentials.aws.profile when unset, AI
+	// Gateway's default.
+	DefaultAWSProfile = "default"
+)
+
+// Credentials are a backend's cloud credentials.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.aws) ? 1 : 0) + (has(self.gcp) ? 1 : 0) + (has(self.azure) ? 1 : 0) == 1",message="set exactly one of credentials.aws, credentials.gcp and credentials.azure"
+type Credentials struct {
+	// AWS credentials, for the AWSBedrock and AWSAnthropic schemas: Envoy
+	// signs each request with SigV4.
+	AWS *AWSCredentials `json:"aws,omitempty"`
+	// A GCP service account, for the GCPVertexAI and GCPAnthropic schemas.
+	GCP *GCPCredentials `json:"gcp,omitempty"`
+	// An Azure service principal, for the AzureOpenAI schema.
+	Azure *AzureCredentials `json:"azure,omitempty"`
+}
+
+// AWSCredentials sign a backend's requests for AWS.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.profile) || has(self.secretRef)",message="credentials.aws.profile needs credentials.aws.secretRef: it names a profile of that credentials file"
+type AWSCredentials struct {
+	// The AWS region the requests are signed for, such as eu-west-1.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	Region string `json:"region,omitempty"`
+	// A key of a Secret in the ModelRoute's namespace that holds an AWS
+	// credentials file. Without it, Envoy's pods sign with the default
+	// credential chain of their own identity (IRSA, EKS Pod Identity).
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+	// The profile of the credentials file.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+$`
+	Profile string `json:"profile,omitempty"`
+}
+
+// GCPCredentials authenticate a backend's requests to Google Cloud.
+type GCPCredentials struct {
+	// The GCP project.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][-a-z0-9:.]*$`
+	ProjectName string `json:"projectName,omitempty"`
+	// The GCP region, such as europe-west4.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	Region string `json:"region,omitempty"`
+	// A key of a Secret in the ModelRoute's namespace that holds a
+	// service account's JSON key.
+	// +kubebuilder:validation:Required
+	SecretRef *SecretRef `json:"secretRef,omitempty"`
+}
+
+// AzureCredentials authenticate a backend's requests to Azure OpenAI as a
+// service principal.
+type AzureCredentials struct {
+	// The service principal's application (client) ID.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9-]+$`
+	ClientID string `json:"clientID,omitempty"`
+	// The Entra ID tenant.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+$`
+	TenantID string `json:"tenantID,omitempty"`
+	// A key of a Secret in the ModelRoute's namespace that holds the
+	// client secret.
+	// +kubebuilder:validation:Required
+	ClientSecretRef *SecretRef `json:"clientSecretRef,omitempty"`
+}
+
+// CredentialSecret is the control-plane Secret key the backend's
+// credential is copied from, and the key AI Gateway reads it under in the
+// copy; nil when the backend has none (no apiKey, or AWS credentials from
+// the pods' own identity).
+func (b Backend) CredentialSecret() (*SecretRef, string) {
+	switch c := b.Credentials; {
+	case b.APIKey != nil:
+		return &b.APIKey.SecretRef, APIKeyKey
+	case c == nil:
+		return nil, ""
+	case c.AWS != nil && c.AWS.SecretRef != nil:
+		return c.AWS.SecretRef, AWSCredentialsKey
+	case c.GCP != nil && c.GCP.SecretRef != nil:
+		return c.GCP.SecretRef, GCPCredentialsKey
+	case c.Azure != nil && c.Azure.ClientSecretRef != nil:
+		return c.Azure.ClientSecretRef, AzureClientSecretKey
+	}
+	return nil, ""
+}
+
+// Authenticated reports whether the backend has an API key or cloud
+// credentials, and so a BackendSecurityPolicy.
+func (b Backend) Authenticated() bool { return b.APIKey != nil || b.Credentials != nil }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	aigv1b1 "github.com/envoyproxy/ai-gateway/api/v1beta1"
@@ -73,7 +74,7 @@ func (s *ModelRouteSpec) validateGateway() error {
 }
 
 func (b Backend) validate(f string) error {
-	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey} {
+	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey, b.validateCredentials} {
 		if err := check(f); err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func (b Backend) validateTier(f string) error {
 func (b Backend) validateAPIKey(f string) error {
 	if k := b.APIKey; k != nil {
 		if _, ok := CredentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
-			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), which this function does not compose; remove apiKey, or use an OpenAI-compatible endpoint that takes a key", f, b.Schema.Name)
+			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), set credentials instead; remove apiKey", f, b.Schema.Name)
 		}
 		if errs := validation.IsDNS1123Subdomain(k.SecretRef.Name); len(errs) > 0 {
 			return errors.Errorf("%s.apiKey.secretRef.name %q is not a Secret name", f, k.SecretRef.Name)
@@ -163,4 +164,74 @@ func (b Backend) validateAPIKey(f string) error {
 		}
 	}
 	return nil
+}
+
+// cloudSchemas are the schemas each cloud's credentials serve.
+var cloudSchemas = map[string][]string{
+	"aws":   {string(aigv1b1.APISchemaAWSBedrock), string(aigv1b1.APISchemaAWSAnthropic)},
+	"gcp":   {string(aigv1b1.APISchemaGCPVertexAI), string(aigv1b1.APISchemaGCPAnthropic)},
+	"azure": {string(aigv1b1.APISchemaAzureOpenAI)},
+}
+
+// validateCredentials checks a backend's cloud credentials: one cloud,
+// the cloud of the backend's schema, not with an API key, and Secret
+// references Kubernetes accepts.
+func (b Backend) validateCredentials(f string) error {
+	c := b.Credentials
+	if c == nil {
+		return nil
+	}
+	if b.APIKey != nil {
+		return errors.Errorf("%s has both apiKey and credentials; set one: apiKey for a key, credentials for cloud credentials", f)
+	}
+	var clouds []string
+	for _, x := range []struct {
+		set   bool
+		cloud string
+	}{{c.AWS != nil, "aws"}, {c.GCP != nil, "gcp"}, {c.Azure != nil, "azure"}} {
+		if x.set {
+			clouds = append(clouds, x.cloud)
+		}
+	}
+	if len(clouds) != 1 {
+		return errors.Errorf("%s.credentials sets %d clouds (%s); set exactly one of aws, gcp and azure", f, len(clouds), strings.Join(clouds, ", "))
+	}
+	if want := cloudSchemas[clouds[0]]; !slices.Contains(want, b.Schema.Name) {
+		return errors.Errorf("%s.credentials.%s does not fit the %s schema: %s credentials are for the %s schemas; fix spec.backends.schema.name or the credentials", f, clouds[0], b.Schema.Name, clouds[0], strings.Join(want, " and "))
+	}
+	ref, field, err := c.check(f)
+	if err != nil || ref == nil {
+		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
+		return errors.Errorf("%s.%s.name %q is not a Secret name", f, field, ref.Name)
+	}
+	if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
+		return errors.Errorf("%s.%s.key %q is not a Secret key (%s)", f, field, ref.Key, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// check checks the fields of the one cloud c sets, and returns its Secret
+// reference, if any, and that reference's field under the backend.
+func (c *Credentials) check(f string) (*SecretRef, string, error) {
+	switch {
+	case c.AWS != nil:
+		if c.AWS.Region == "" {
+			return nil, "", errors.Errorf("%s.credentials.aws.region is required: the AWS region requests are signed for, such as eu-west-1", f)
+		}
+		if c.AWS.Profile != "" && c.AWS.SecretRef == nil {
+			return nil, "", errors.Errorf("%s.credentials.aws.profile needs credentials.aws.secretRef: it names a profile of that credentials file", f)
+		}
+		return c.AWS.SecretRef, "credentials.aws.secretRef", nil
+	case c.GCP != nil:
+		if c.GCP.ProjectName == "" || c.GCP.Region == "" || c.GCP.SecretRef == nil {
+			return nil, "", errors.Errorf("%s.credentials.gcp needs projectName, region and secretRef (a service account's JSON key)", f)
+		}
+		return c.GCP.SecretRef, "credentials.gcp.secretRef", nil
+	}
+	if c.Azure.ClientID == "" || c.Azure.TenantID == "" || c.Azure.ClientSecretRef == nil {
+		return nil, "", errors.Errorf("%s.credentials.azure needs clientID, tenantID and clientSecretRef (the service principal's client secret)", f)
+	}
+	return c.Azure.ClientSecretRef, "credentials.azure.clientSecretRef", nil
 }
