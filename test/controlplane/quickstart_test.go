@@ -167,17 +167,19 @@ func TestQuickStart(t *testing.T) {
 	}
 	// kubectl get's printer columns, from the XRDs: each table's header,
 	// then its row.
+	// Read by the header's column offsets: kubectl leaves a cell blank
+	// when its field is unset (ROUTED, on a route with gatewayName).
 	ready := map[string]string{}
-	var header []string
+	var header string
 	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) > 0 && f[0] == "NAME":
-			header = f
-		case len(f) == len(header) && (f[0] == harness.GatewayXRName || f[0] == harness.RouteName):
-			for i, h := range header {
-				if h == "GATEWAY-READY" || h == "ROUTING-READY" {
-					ready[h] = f[i]
+			header = line
+		case len(f) > 0 && (f[0] == harness.GatewayXRName || f[0] == harness.RouteName):
+			for _, h := range []string{"GATEWAY-READY", "ROUTING-READY"} {
+				if v, ok := column(header, line, h); ok {
+					ready[h] = v
 				}
 			}
 		}
@@ -411,4 +413,42 @@ func (r *reader) callerOf(t *testing.T, secret *unstructured.Unstructured, autho
 		}
 	}
 	return "", false
+}
+
+// column is the cell of the column named name in a row of kubectl's table
+// under header: from the column's offset in the header to the next
+// column's.
+func column(header, row, name string) (string, bool) {
+	i := strings.Index(header, name)
+	if i < 0 || i >= len(row) {
+		return "", false
+	}
+	end := len(row)
+	if j := strings.IndexFunc(header[i+len(name):], func(r rune) bool { return r != ' ' }); j >= 0 {
+		end = min(end, i+len(name)+j)
+	}
+	return strings.TrimSpace(row[i:end]), true
+}
+
+// TestColumn: a cell is read by its header's offsets, blank cells included.
+func TestColumn(t *testing.T) {
+	header := "NAME       MODEL              ROUTING-READY   REASON          USABLE   ROUTED   SYNCED"
+	row := "qwen3-8b   ml-team/qwen3-8b   True            RouteAccepted   2                 True"
+	cases := map[string]struct {
+		name, want string
+		ok         bool
+	}{
+		"Ready":   {name: "ROUTING-READY", want: "True", ok: true},
+		"Blank":   {name: "ROUTED", want: "", ok: true},
+		"After":   {name: "SYNCED", want: "True", ok: true},
+		"Missing": {name: "ADDRESS", want: "", ok: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := column(header, row, tc.name)
+			if diff := cmp.Diff(tc.want+"/"+fmt.Sprint(tc.ok), got+"/"+fmt.Sprint(ok)); diff != "" {
+				t.Errorf("column(..., %q): -want, +got:\n%s", tc.name, diff)
+			}
+		})
+	}
 }
