@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
@@ -90,6 +91,16 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 	start := time.Now()
 	sc.swapFunction(t, current)
 	t.Log("this function serves")
+	// Nothing makes Crossplane reconcile a resting ModelRoute when its
+	// function is upgraded: the route watches its composed resources and
+	// itself, not the Function, so the new function first sees it at the
+	// route's next watch event or at its TTL, ten minutes for a ready route
+	// (route.ReadyRequeue). A run whose route had settled before the swap
+	// waited the whole 4 minutes for nothing (CI, 2026-12-07). So the
+	// scenario starts that reconcile itself, as `kubectl annotate` would,
+	// again every 15 s: an event Crossplane's circuit breaker holds back
+	// gets through within its 30 s half-open interval.
+	stopNudging := sc.nudge(t, renamedRoute, 15*time.Second)
 	sc.eventually(t, waitRoute, "the route naming "+newName+" alone, and "+oldName+" gone from the gateway cluster", func(ctx context.Context) string {
 		ar, err := sc.get(ctx, harness.GVRAIRoute, w.TeamNS, renamedRoute)
 		if err != nil {
@@ -117,6 +128,7 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 		return wantCondition(mr, "RoutingReady", "True")
 	})
 	moved := time.Since(start)
+	stopNudging()
 	faults, seen := tw.end()
 	keys := sc.objectKeys(sc.ctx, renamedRoute)
 	for _, f := range faults {
@@ -339,4 +351,30 @@ func (sc *scenarios) objectKeys(ctx context.Context, composite string) []string 
 	}
 	slices.Sort(out)
 	return out
+}
+
+// nudge changes an annotation of the ModelRoute name every interval until
+// the returned stop is called, so that Crossplane reconciles it: an XR's
+// own update is a watch event (crossplane v2.3.0
+// internal/controller/apiextensions/definition/reconciler.go watches the
+// XR with no predicate), which the function ignores.
+func (sc *scenarios) nudge(t *testing.T, name string, interval time.Duration) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(sc.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; ; n++ {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"controlplane.modelplane.ai/nudge":"%d"}}}`, n)
+			if _, err := sc.c.Dyn.Resource(harness.GVRModelRoute).Namespace(harness.TeamControlNS).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+				t.Logf("cannot nudge the ModelRoute %s: %v", name, err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
