@@ -143,6 +143,7 @@ func TestControlPlane(t *testing.T) {
 		{"5h_GatewaySpecRefused", sc.gatewaySpecRefused},
 		{"5i_ProviderWithoutWatches", sc.watchesOff},
 		{"5j_FleetRouteOnTwoAPIServers", sc.fleetRoute},
+		{"5k_CloudCredentials", sc.cloudCredentials},
 		{"6_ModelRouteDeleted", sc.modelRouteDeleted},
 		{"7_Scale", sc.scale},
 	} {
