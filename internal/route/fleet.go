@@ -1,14 +1,16 @@
 package route
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
 	"github.com/modelplaneai/function-inference-gateway/internal/compose"
@@ -78,8 +80,10 @@ func (c Composer) composeFleet(req compose.Request, spec *v1alpha1.ModelRouteSpe
 	if !resolved {
 		// Never delete on missing input: until the gateways are read,
 		// everything composed on any of them is carried forward.
+		// So is what the status said of them.
 		res.Implied = compose.KeepObserved(req)
-		return fleetAnswer(req, res, model, nil, nil, compose.Condition{Type: ConditionType, Reason: ReasonWaitingForGateway,
+		kept := slices.SortedFunc(maps.Values(previousGateways(req.Composite)), func(a, b v1alpha1.GatewayRouting) int { return strings.Compare(a.Name, b.Name) })
+		return fleetAnswer(req, res, model, kept, nil, compose.Condition{Type: ConditionType, Reason: ReasonWaitingForGateway,
 			Message: "the InferenceGateways spec.gatewaySelector selects have not been fetched yet"}), nil
 	}
 	prev := previousGateways(req.Composite)
@@ -116,26 +120,15 @@ func fleetRequirements(req compose.Request, spec *v1alpha1.ModelRouteSpec, apiVe
 func selected(items []map[string]any, sel labels.Selector) []map[string]any {
 	var out []map[string]any
 	for _, gw := range items {
-		md, _ := gw["metadata"].(map[string]any)
-		ls := map[string]string{}
-		if m, ok := md["labels"].(map[string]any); ok {
-			for k, v := range m {
-				ls[k], _ = v.(string)
-			}
-		}
+		ls, _, _ := unstructured.NestedStringMap(gw, "metadata", "labels")
 		if sel.Matches(labels.Set(ls)) {
 			out = append(out, gw)
 		}
 	}
-	slices.SortFunc(out, func(a, b map[string]any) int { return strings.Compare(objectName(a), objectName(b)) })
+	slices.SortFunc(out, func(a, b map[string]any) int {
+		return strings.Compare(nestedString(a, "metadata", "name"), nestedString(b, "metadata", "name"))
+	})
 	return out
-}
-
-// objectName is an object's metadata.name.
-func objectName(o map[string]any) string {
-	md, _ := o["metadata"].(map[string]any)
-	n, _ := md["name"].(string)
-	return n
 }
 
 // fleetEntry is the status entry of the selected gateway gw, and whether
@@ -145,7 +138,7 @@ func objectName(o map[string]any) string {
 // what the route composed through it before is no longer implied, so
 // Crossplane deletes it.
 func fleetEntry(gw map[string]any) (v1alpha1.GatewayRouting, bool) {
-	e := v1alpha1.GatewayRouting{Name: objectName(gw)}
+	e := v1alpha1.GatewayRouting{Name: nestedString(gw, "metadata", "name")}
 	e.Cluster = nestedString(gw, "spec", "providerConfigName")
 	e.Address = nestedString(gw, "status", "address")
 	if nestedString(gw, "metadata", "deletionTimestamp") != "" {
@@ -161,16 +154,8 @@ func fleetEntry(gw map[string]any) (v1alpha1.GatewayRouting, bool) {
 
 // nestedString is the string at path in o, or "".
 func nestedString(o map[string]any, path ...string) string {
-	var cur any = o
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[p]
-	}
-	s, _ := cur.(string)
-	return s
+	v, _, _ := unstructured.NestedString(o, path...)
+	return v
 }
 
 // previousGateways are the entries of status.gateways the last reconcile
@@ -235,31 +220,21 @@ func gatewayComposite(xr map[string]any, name string, prev v1alpha1.GatewayRouti
 			conds = append(conds, c)
 		}
 	}
-	status := map[string]any{}
+	var kept v1alpha1.ModelRouteStatus
 	if prev.Reason != "" {
-		s := "False"
+		ready := metav1.ConditionFalse
 		if prev.Routes {
-			s = "True"
+			ready = metav1.ConditionTrue
 		}
-		conds = append(conds, map[string]any{"type": ConditionType, "status": s, "reason": prev.Reason})
-		status["notReadySince"] = jsonValue(prev.NotReadySince)
-		status["followedGateway"] = jsonValue(prev.FollowedGateway)
+		conds = append(conds, map[string]any{"type": ConditionType, "status": string(ready), "reason": prev.Reason})
+		kept.NotReadySince, kept.FollowedGateway = prev.NotReadySince, prev.FollowedGateway
+	}
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
+	if err != nil {
+		status = map[string]any{}
 	}
 	status["conditions"] = conds
 	out["status"] = status
-	return out
-}
-
-// jsonValue is v as JSON-shaped data, or nil.
-func jsonValue(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return nil
-	}
 	return out
 }
 
@@ -345,10 +320,6 @@ func fleetAnswer(req compose.Request, res *compose.Result, model string, entries
 	res.Ready = c.Status
 	st := &v1alpha1.ModelRouteStatus{Model: model, Gateways: entries,
 		NotReadySince: compose.NotReadySince(req.Composite, c, req.Now, true)}
-	if entries == nil && subs == nil {
-		// The gateways are not read yet: keep what the status said of them.
-		st.Gateways = slices.SortedFunc(maps.Values(previousGateways(req.Composite)), func(a, b v1alpha1.GatewayRouting) int { return strings.Compare(a.Name, b.Name) })
-	}
 	routed := 0
 	for _, e := range st.Gateways {
 		if e.Routes {
