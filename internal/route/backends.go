@@ -105,7 +105,7 @@ func readBackends(req compose.Request, spec *v1alpha1.ModelRouteSpec, route stri
 		if p.moving(inRoute) && !bs.moved(req.Observed, be, p) {
 			bs.viaLegacy[be.Name] = p.legacy
 		}
-		if ref, _ := be.CredentialSecret(); ref == nil {
+		if _, ok := be.CredentialSecret(); !ok {
 			switch {
 			case caWaiting:
 				bs.caDelivering = append(bs.caDelivering, be.Name)
@@ -187,7 +187,7 @@ func (bs *backends) moved(obs map[string]remote.Observed, be v1alpha1.Backend, p
 	if !newlyPlaced(obs, p) {
 		return false
 	}
-	if ref, _ := be.CredentialSecret(); ref != nil && !remote.CopyStateIn(obs, prefixCredential+p.key).Delivered {
+	if _, ok := be.CredentialSecret(); ok && !remote.CopyStateIn(obs, prefixCredential+p.key).Delivered {
 		return false
 	}
 	if o, ok := obs[prefixCredPolicy+p.key]; be.Authenticated() && (!ok || !o.Live()) {
@@ -238,8 +238,8 @@ func observedBackendRefs(req compose.Request) map[string]bool {
 // Crossplane has not fetched the Secret yet: that is no problem of the
 // user's, and Crossplane calls the function again with it.
 func apiKey(req compose.Request, be v1alpha1.Backend) (bool, string, string) {
-	ref, _ := be.CredentialSecret()
-	noun, field := credentialNoun(be)
+	cs, _ := be.CredentialSecret()
+	ref, noun, field := cs.Ref, cs.Noun, cs.Field
 	items, resolved := req.Required[requireSecretPrefix+ref.Name]
 	switch {
 	case !resolved:
@@ -254,18 +254,4 @@ func apiKey(req compose.Request, be v1alpha1.Backend) (bool, string, string) {
 		return false, version, fmt.Sprintf("backend %q is left out of the route: its %s Secret %q has no key %q; add the key or fix spec.backends.%s.key", be.Name, noun, ref.Name, ref.Key, field)
 	}
 	return true, version, ""
-}
-
-// credentialNoun names a backend's credential Secret in messages, and the
-// field under spec.backends[] that names it.
-func credentialNoun(be v1alpha1.Backend) (noun, field string) {
-	switch c := be.Credentials; {
-	case c == nil:
-		return "API-key", "apiKey.secretRef"
-	case c.AWS != nil:
-		return "AWS credentials", "credentials.aws.secretRef"
-	case c.GCP != nil:
-		return "GCP service account", "credentials.gcp.secretRef"
-	}
-	return "Azure client secret", "credentials.azure.clientSecretRef"
 }

@@ -215,7 +215,7 @@ func (b builder) composeCredentials(set func(string, *remote.Object, bool), be v
 	}
 	key := func(prefix string) string { return b.key(prefix, be.Name) }
 	set(key(prefixCredPolicy), b.credPolicy(be), b.ready(key(prefixCredPolicy)))
-	if ref, _ := be.CredentialSecret(); ref != nil {
+	if _, ok := be.CredentialSecret(); ok {
 		set(key(prefixCredential), b.credential(be, c.withKey, c.version), c.delivered)
 	}
 }

@@ -23,8 +23,8 @@ func requirements(req compose.Request, spec *v1alpha1.ModelRouteSpec, apiVersion
 		requireGateway: {APIVersion: gv, Kind: gateway.Kind, Name: spec.GatewayName},
 	}
 	for _, be := range spec.Backends {
-		if ref, _ := be.CredentialSecret(); ref != nil {
-			out[requireSecretPrefix+ref.Name] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: ref.Name, Namespace: ns}
+		if cs, ok := be.CredentialSecret(); ok {
+			out[requireSecretPrefix+cs.Ref.Name] = compose.Requirement{APIVersion: "v1", Kind: "Secret", Name: cs.Ref.Name, Namespace: ns}
 		}
 	}
 	caRequirements(spec, ns, out)

@@ -66,7 +66,7 @@ func implied(s *v1alpha1.ModelRouteSpec, in *v1beta1.Input, inRoute map[string]b
 		if b.Authenticated() {
 			out[prefixCredPolicy+k] = true
 		}
-		if ref, _ := b.CredentialSecret(); ref != nil {
+		if _, ok := b.CredentialSecret(); ok {
 			out[prefixCredential+k] = true
 			out[ResourceSources] = true
 		}
@@ -259,8 +259,8 @@ func sources(s *v1alpha1.ModelRouteSpec, ns string) []remote.Source {
 		}
 	}
 	for _, be := range s.Backends {
-		if ref, _ := be.CredentialSecret(); ref != nil {
-			add(remote.Source{Kind: "Secret", Name: ref.Name, Namespace: ns})
+		if cs, ok := be.CredentialSecret(); ok {
+			add(remote.Source{Kind: "Secret", Name: cs.Ref.Name, Namespace: ns})
 		}
 		if r := be.CARef(); r != nil {
 			add(remote.Source{Kind: r.KindOrDefault(), Name: r.Name, Namespace: ns})
@@ -293,7 +293,8 @@ const sourcesSuffix = "sources"
 // reconcile. Watching the Object would do it too, but would make the
 // provider watch every Secret of the gateway cluster.
 func (b builder) credential(be v1alpha1.Backend, withKey bool, version string) *remote.Object {
-	ref, key := be.CredentialSecret()
+	cs, _ := be.CredentialSecret()
+	ref := cs.Ref
 	return remote.SecretCopy{
 		Meta: b.meta(b.child(be.Name)),
 		Type: "Opaque",
@@ -301,7 +302,7 @@ func (b builder) credential(be v1alpha1.Backend, withKey bool, version string) *
 		// Brackets, because a Secret key may hold dots, and AI Gateway's
 		// service_account.json does; the others keep the dotted form
 		// every existing route's Object has.
-		Keys:    []remote.KeyCopy{{FieldPath: "data[" + ref.Key + "]", ToFieldPath: toField(key)}},
+		Keys:    []remote.KeyCopy{{FieldPath: "data[" + ref.Key + "]", ToFieldPath: toField(cs.Key)}},
 		Version: version, VersionAnnotation: names.KeyVersionAnnotation,
 	}.Object(b.providerConfig, withKey)
 }

@@ -290,24 +290,34 @@ type AzureCredentials struct {
 	ClientSecretRef *SecretRef `json:"clientSecretRef,omitempty"`
 }
 
-// CredentialSecret is the control-plane Secret key the backend's
-// credential is copied from, and the key AI Gateway reads it under in the
-// copy; nil when the backend has none (no apiKey, or AWS credentials from
-// the pods' own identity).
-func (b Backend) CredentialSecret() (*SecretRef, string) {
+// A CredentialSource is where a backend's credential comes from, and
+// where it goes on the gateway cluster.
+type CredentialSource struct {
+	// Ref is the Secret in the ModelRoute's namespace, and its key.
+	Ref SecretRef
+	// Key is the key AI Gateway reads in the copy.
+	Key string
+	// Field is the reference's field under spec.backends[i], and Noun
+	// what the Secret holds, for messages.
+	Field, Noun string
+}
+
+// CredentialSecret is where the backend's credential is copied from, and
+// false when it has none to copy (no apiKey, or AWS credentials from the
+// pods' own identity).
+func (b Backend) CredentialSecret() (CredentialSource, bool) {
 	switch c := b.Credentials; {
 	case b.APIKey != nil:
-		return &b.APIKey.SecretRef, APIKeyKey
+		return CredentialSource{Ref: b.APIKey.SecretRef, Key: APIKeyKey, Field: "apiKey.secretRef", Noun: "API-key"}, true
 	case c == nil:
-		return nil, ""
 	case c.AWS != nil && c.AWS.SecretRef != nil:
-		return c.AWS.SecretRef, AWSCredentialsKey
+		return CredentialSource{Ref: *c.AWS.SecretRef, Key: AWSCredentialsKey, Field: "credentials.aws.secretRef", Noun: "AWS credentials"}, true
 	case c.GCP != nil && c.GCP.SecretRef != nil:
-		return c.GCP.SecretRef, GCPCredentialsKey
+		return CredentialSource{Ref: *c.GCP.SecretRef, Key: GCPCredentialsKey, Field: "credentials.gcp.secretRef", Noun: "GCP service account"}, true
 	case c.Azure != nil && c.Azure.ClientSecretRef != nil:
-		return c.Azure.ClientSecretRef, AzureClientSecretKey
+		return CredentialSource{Ref: *c.Azure.ClientSecretRef, Key: AzureClientSecretKey, Field: "credentials.azure.clientSecretRef", Noun: "Azure client secret"}, true
 	}
-	return nil, ""
+	return CredentialSource{}, false
 }
 
 // Authenticated reports whether the backend has an API key or cloud

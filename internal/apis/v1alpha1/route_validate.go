@@ -74,7 +74,7 @@ func (s *ModelRouteSpec) validateGateway() error {
 }
 
 func (b Backend) validate(f string) error {
-	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey, b.validateCredentials} {
+	for _, check := range []func(string) error{b.validateEndpoint, b.validateSchema, b.validateTier, b.validateAPIKey, b.validateCredentials, b.validateCredentialRef} {
 		if err := check(f); err != nil {
 			return err
 		}
@@ -152,16 +152,27 @@ func (b Backend) validateTier(f string) error {
 }
 
 func (b Backend) validateAPIKey(f string) error {
-	if k := b.APIKey; k != nil {
-		if _, ok := CredentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
-			return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth), set credentials instead; remove apiKey", f, b.Schema.Name)
-		}
-		if errs := validation.IsDNS1123Subdomain(k.SecretRef.Name); len(errs) > 0 {
-			return errors.Errorf("%s.apiKey.secretRef.name %q is not a Secret name", f, k.SecretRef.Name)
-		}
-		if errs := validation.IsConfigMapKey(k.SecretRef.Key); len(errs) > 0 {
-			return errors.Errorf("%s.apiKey.secretRef.key %q is not a Secret key (%s)", f, k.SecretRef.Key, strings.Join(errs, "; "))
-		}
+	if b.APIKey == nil {
+		return nil
+	}
+	if _, ok := CredentialTypes[aigv1b1.APISchema(b.Schema.Name)]; !ok {
+		return errors.Errorf("%s.apiKey is set, but the %s schema takes no API key: AI Gateway signs AWS requests with AWS credentials and Google requests with GCP credentials (ai-gateway v1.0.0 internal/backendauth); set credentials instead; remove apiKey", f, b.Schema.Name)
+	}
+	return nil
+}
+
+// validateCredentialRef checks the Secret reference of a backend's API
+// key or cloud credentials.
+func (b Backend) validateCredentialRef(f string) error {
+	cs, ok := b.CredentialSecret()
+	if !ok {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(cs.Ref.Name); len(errs) > 0 {
+		return errors.Errorf("%s.%s.name %q is not a Secret name", f, cs.Field, cs.Ref.Name)
+	}
+	if errs := validation.IsConfigMapKey(cs.Ref.Key); len(errs) > 0 {
+		return errors.Errorf("%s.%s.key %q is not a Secret key (%s)", f, cs.Field, cs.Ref.Key, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -174,8 +185,7 @@ var cloudSchemas = map[string][]string{
 }
 
 // validateCredentials checks a backend's cloud credentials: one cloud,
-// the cloud of the backend's schema, not with an API key, and Secret
-// references Kubernetes accepts.
+// the cloud of the backend's schema, its fields, and not with an API key.
 func (b Backend) validateCredentials(f string) error {
 	c := b.Credentials
 	if c == nil {
@@ -199,39 +209,25 @@ func (b Backend) validateCredentials(f string) error {
 	if want := cloudSchemas[clouds[0]]; !slices.Contains(want, b.Schema.Name) {
 		return errors.Errorf("%s.credentials.%s does not fit the %s schema: %s credentials are for the %s schemas; fix spec.backends.schema.name or the credentials", f, clouds[0], b.Schema.Name, clouds[0], strings.Join(want, " and "))
 	}
-	ref, field, err := c.check(f)
-	if err != nil || ref == nil {
-		return err
-	}
-	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
-		return errors.Errorf("%s.%s.name %q is not a Secret name", f, field, ref.Name)
-	}
-	if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
-		return errors.Errorf("%s.%s.key %q is not a Secret key (%s)", f, field, ref.Key, strings.Join(errs, "; "))
-	}
-	return nil
+	return c.check(f)
 }
 
-// check checks the fields of the one cloud c sets, and returns its Secret
-// reference, if any, and that reference's field under the backend.
-func (c *Credentials) check(f string) (*SecretRef, string, error) {
+// check checks the fields of the one cloud c sets.
+func (c *Credentials) check(f string) error {
 	switch {
 	case c.AWS != nil:
 		if c.AWS.Region == "" {
-			return nil, "", errors.Errorf("%s.credentials.aws.region is required: the AWS region requests are signed for, such as eu-west-1", f)
+			return errors.Errorf("%s.credentials.aws.region is required: the AWS region requests are signed for, such as eu-west-1", f)
 		}
 		if c.AWS.Profile != "" && c.AWS.SecretRef == nil {
-			return nil, "", errors.Errorf("%s.credentials.aws.profile needs credentials.aws.secretRef: it names a profile of that credentials file", f)
+			return errors.Errorf("%s.credentials.aws.profile needs credentials.aws.secretRef: it names a profile of that credentials file", f)
 		}
-		return c.AWS.SecretRef, "credentials.aws.secretRef", nil
 	case c.GCP != nil:
 		if c.GCP.ProjectName == "" || c.GCP.Region == "" || c.GCP.SecretRef == nil {
-			return nil, "", errors.Errorf("%s.credentials.gcp needs projectName, region and secretRef (a service account's JSON key)", f)
+			return errors.Errorf("%s.credentials.gcp needs projectName, region and secretRef (a service account's JSON key)", f)
 		}
-		return c.GCP.SecretRef, "credentials.gcp.secretRef", nil
+	case c.Azure.ClientID == "" || c.Azure.TenantID == "" || c.Azure.ClientSecretRef == nil:
+		return errors.Errorf("%s.credentials.azure needs clientID, tenantID and clientSecretRef (the service principal's client secret)", f)
 	}
-	if c.Azure.ClientID == "" || c.Azure.TenantID == "" || c.Azure.ClientSecretRef == nil {
-		return nil, "", errors.Errorf("%s.credentials.azure needs clientID, tenantID and clientSecretRef (the service principal's client secret)", f)
-	}
-	return c.Azure.ClientSecretRef, "credentials.azure.clientSecretRef", nil
+	return nil
 }
