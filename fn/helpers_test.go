@@ -316,6 +316,21 @@ func noLeak(t *testing.T, req *fnv1.RunFunctionRequest, secrets []string, what s
 	}
 }
 
+// expectFatal checks that rsp is one Fatal result whose message holds
+// each of want.
+func expectFatal(t *testing.T, rsp *fnv1.RunFunctionResponse, want ...string) {
+	t.Helper()
+	rs := rsp.GetResults()
+	if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL {
+		t.Fatalf("want one Fatal result, got %v", rs)
+	}
+	for _, w := range want {
+		if !strings.Contains(rs[0].GetMessage(), w) {
+			t.Errorf("the Fatal %q lacks %q", rs[0].GetMessage(), w)
+		}
+	}
+}
+
 // expectRefused checks the answer to a composite whose spec the function
 // refuses after it composed (compose.Refuse): no Fatal; one Warning and
 // the condition condType False, SpecRefused, both holding want; and every

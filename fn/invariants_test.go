@@ -406,10 +406,10 @@ func FuzzInvariants(f *testing.F) {
 func checkFleet(t *testing.T, owner string, r invariantRoute, rsp *fnv1.RunFunctionResponse, check func(string, obj, map[string][]obj) *fnv1.RunFunctionResponse) {
 	t.Helper()
 	first := r.required["gateway"][0]
-	second := deepCopy(first)
+	second := copyOf(t, first)
 	second["metadata"] = obj{"name": "inference-gateway-2"}
 	second["spec"].(obj)["providerConfigName"] = "gpu-cluster-2"
-	gateways := []obj{deepCopy(first), second, deepCopy(first)}
+	gateways := []obj{copyOf(t, first), second, copyOf(t, first)}
 	for i, g := range gateways {
 		md := obj{"name": fmt.Sprint(g["metadata"].(obj)["name"]), "labels": obj{"region": "eu"}}
 		if i == 2 {
@@ -417,7 +417,7 @@ func checkFleet(t *testing.T, owner string, r invariantRoute, rsp *fnv1.RunFunct
 		}
 		g["metadata"] = md
 	}
-	xr2 := deepCopy(r.xr)
+	xr2 := copyOf(t, r.xr)
 	xr2["spec"].(obj)["gatewayName"] = "inference-gateway-2"
 	req2 := maps.Clone(r.required)
 	req2["gateway"] = []obj{second}
@@ -426,7 +426,7 @@ func checkFleet(t *testing.T, owner string, r invariantRoute, rsp *fnv1.RunFunct
 		"inference-gateway-2": check(owner+" on inference-gateway-2", xr2, req2),
 	}
 
-	fleet := deepCopy(r.xr)
+	fleet := copyOf(t, r.xr)
 	delete(fleet["spec"].(obj), "gatewayName")
 	fleet["spec"].(obj)["gatewaySelector"] = obj{"matchLabels": obj{"region": "eu"}}
 	freq := maps.Clone(r.required)
@@ -475,25 +475,5 @@ func composedAs(r *fnv1.Resource) obj {
 	return obj{"resource": o, "ready": r.GetReady().String()}
 }
 
-// deepCopy copies JSON-shaped data.
-func deepCopy(o obj) obj {
-	var cp func(any) any
-	cp = func(v any) any {
-		switch x := v.(type) {
-		case obj:
-			out := make(obj, len(x))
-			for k, e := range x {
-				out[k] = cp(e)
-			}
-			return out
-		case []any:
-			out := make([]any, len(x))
-			for i, e := range x {
-				out[i] = cp(e)
-			}
-			return out
-		}
-		return v
-	}
-	return cp(o).(obj)
-}
+// copyOf is a deep copy of o, through the Struct newRequest makes of it.
+func copyOf(t *testing.T, o obj) obj { return mustStruct(t, o).AsMap() }

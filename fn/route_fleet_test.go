@@ -211,16 +211,9 @@ func TestRunFunctionFleetRefused(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Log(tc.reason)
 			rsp := run(t, newRequest(t, tc.xr, nil, map[string][]obj{"gateways": {fleetGateway("eu-1", "eu", true, "Serving")}}))
-			rs := rsp.GetResults()
-			if len(rs) != 1 || rs[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL {
-				t.Fatalf("%s\nwant one Fatal result, got %v", tc.reason, rs)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(rs[0].GetMessage(), w) {
-					t.Errorf("%s\nthe Fatal %q lacks %q", tc.reason, rs[0].GetMessage(), w)
-				}
-			}
+			expectFatal(t, rsp, tc.want...)
 		})
 	}
 }
