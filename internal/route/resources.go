@@ -300,8 +300,10 @@ func (b builder) credential(be v1alpha1.Backend, withKey bool, version string) *
 		Type: "Opaque",
 		Name: ref.Name, Namespace: b.namespace,
 		// Brackets, because a Secret key may hold dots, and AI Gateway's
-		// service_account.json does; the others keep the dotted form
-		// every existing route's Object has.
+		// service_account.json does (crossplane-runtime v2.4.0
+		// pkg/fieldpath/fieldpath.go reads data[.config.yml] as one
+		// field); the others keep the dotted form every existing route's
+		// Object has.
 		Keys:    []remote.KeyCopy{{FieldPath: "data[" + ref.Key + "]", ToFieldPath: toField(cs.Key)}},
 		Version: version, VersionAnnotation: names.KeyVersionAnnotation,
 	}.Object(b.providerConfig, withKey)

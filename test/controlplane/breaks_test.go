@@ -368,12 +368,12 @@ var breaks = []deliberateBreak{{
 		old: "\t\t\t\troute.TypedPerFilterConfig[aiGatewayExtProcName] = fcAny\n",
 		new: "\t\t\t\t_ = fcAny\n",
 	}},
-	// Scenario 2's xDS: the model route's typed_per_filter_config. (The
-	// listener keeps the filter, disabled: AI Gateway still counts the
-	// route as its own. Not recognising the route at all also drops the
-	// listener's filter, which the same check catches first: a run on
-	// 2026-12-07 failed with "no envoy.filters.http.ext_proc/aigateway
-	// filter" on the http listener.)
+	// Scenario 2's xDS: the model route's typed_per_filter_config. The
+	// edit leaves AI Gateway counting the route as its own, so the
+	// listener keeps the filter and the route-level part of the check is
+	// the one that fails: AI Gateway inserts the listener's filter only
+	// when some route of its own is enabled (post_translate_modify.go,
+	// enableRouterLevelAIGatewayExtProcOnRoute returns whether one is).
 	caughtBy:  extProcFilter + " not enabled",
 	scenarios: "^(1-2_)",
 }, {

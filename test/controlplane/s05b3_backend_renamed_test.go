@@ -95,9 +95,8 @@ func (sc *scenarios) backendRenamed(t *testing.T) {
 	// function is upgraded: the route watches its composed resources and
 	// itself, not the Function, so the new function first sees it at the
 	// route's next watch event or at its TTL, ten minutes for a ready route
-	// (route.ReadyRequeue). A run whose route had settled before the swap
-	// waited the whole 4 minutes for nothing (CI, 2026-12-07). So the
-	// scenario starts that reconcile itself, as `kubectl annotate` would,
+	// (route.ReadyRequeue), longer than the wait. So the scenario starts
+	// that reconcile itself, as `kubectl annotate` would,
 	// again every 15 s: an event Crossplane's circuit breaker holds back
 	// gets through within its 30 s half-open interval.
 	stopNudging := sc.nudge(t, renamedRoute, 15*time.Second)
@@ -357,7 +356,8 @@ func (sc *scenarios) objectKeys(ctx context.Context, composite string) []string 
 // the returned stop is called, so that Crossplane reconciles it: an XR's
 // own update is a watch event (crossplane v2.3.0
 // internal/controller/apiextensions/definition/reconciler.go watches the
-// XR with no predicate), which the function ignores.
+// XR with no predicate, through its circuit breaker's map function),
+// which the function ignores.
 func (sc *scenarios) nudge(t *testing.T, name string, interval time.Duration) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(sc.ctx)

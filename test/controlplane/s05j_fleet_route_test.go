@@ -81,8 +81,10 @@ func (sc *scenarios) fleetRoute(t *testing.T) {
 
 	// Relabelled away: the second cluster loses the model, the first
 	// keeps its objects as they are. Crossplane strips a composed
-	// resource's labels before it deletes it, so the Objects are known by
-	// their composition resource names.
+	// resource's labels before it deletes it (crossplane v2.3.0
+	// internal/controller/apiextensions/composite/composition_functions.go,
+	// GarbageCollectComposedResources), so the Objects are known by their
+	// composition resource names.
 	w.Allow(harness.Allowance{Reason: "scenario 5j relabels the second gateway out of the fleet route's selection", Resource: "objects",
 		Namespace: harness.TeamControlNS, ResourceNamePrefix: fleetGatewayXR + "/"})
 	relabelled := time.Now()

@@ -57,6 +57,15 @@ type sourceEdit struct {
 	old, new              string
 }
 
+// apply returns src with the edit made, or an error when old is not in it
+// exactly once: the upstream file changed.
+func (e sourceEdit) apply(src []byte) ([]byte, error) {
+	if n := strings.Count(string(src), e.old); n != 1 {
+		return nil, fmt.Errorf("cannot edit %s@%s %s: want %q once, found it %d times", e.module, e.version, e.file, e.old, n)
+	}
+	return []byte(strings.Replace(string(src), e.old, e.new, 1)), nil
+}
+
 // goEnv is the environment the go command needs for t.
 func (t Tool) goEnv() []string {
 	if t.goToolchain == "" {
@@ -174,8 +183,9 @@ func CheckAIGatewayEdit(ctx context.Context, tb testing.TB, file, old string) {
 	if err != nil {
 		tb.Fatalf("cannot read %s@%s %s: %v", aiGatewayModule, toolAIGateway.Version, file, err)
 	}
-	if n := strings.Count(string(b), old); n != 1 {
-		tb.Fatalf("cannot edit %s@%s %s: want %q once, found it %d times", aiGatewayModule, toolAIGateway.Version, file, old, n)
+	e := sourceEdit{module: aiGatewayModule, version: toolAIGateway.Version, file: file, old: old}
+	if _, err := e.apply(b); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -314,10 +324,11 @@ func editedModules(ctx context.Context, tb testing.TB, t Tool, moduleRoot string
 		if err != nil {
 			tb.Fatalf("cannot read %s@%s %s to edit it: %v", e.module, e.version, e.file, err)
 		}
-		if n := strings.Count(string(b), e.old); n != 1 {
-			tb.Fatalf("cannot edit %s@%s %s: want %q once, found it %d times", e.module, e.version, e.file, e.old, n)
+		edited, err := e.apply(b)
+		if err != nil {
+			tb.Fatal(err)
 		}
-		if err := os.WriteFile(f, []byte(strings.Replace(string(b), e.old, e.new, 1)), 0o644); err != nil {
+		if err := os.WriteFile(f, edited, 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	}
