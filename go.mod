@@ -9,6 +9,7 @@ require (
 	github.com/crossplane/function-sdk-go v0.7.1
 	github.com/envoyproxy/ai-gateway v1.0.0
 	github.com/envoyproxy/gateway v1.8.3
+	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/go-json-experiment/json v0.0.0-20240815175050-ebd3a8989ca1
 	github.com/go-logr/logr v1.4.4
 	github.com/google/cel-go v0.31.0

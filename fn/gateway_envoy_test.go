@@ -9,8 +9,9 @@ import (
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// TestEnvoySettings checks that spec.envoy reaches the EnvoyProxy: the
-// drain timeout, the spread's action, and the access log switched off.
+// TestEnvoySettings checks that spec.envoy reaches the EnvoyProxy and the
+// Gateway: the drain timeout, the spread's action, the access log switched
+// off, and the Envoy pods' ServiceAccount with its annotations.
 func TestEnvoySettings(t *testing.T) {
 	cases := map[string]struct {
 		reason     string
@@ -18,6 +19,8 @@ func TestEnvoySettings(t *testing.T) {
 		drain      gwapiv1.Duration
 		action     corev1.UnsatisfiableConstraintAction
 		accessLogs bool
+		sa         *egv1a1.KubernetesServiceAccountSpec
+		saNotes    map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue
 	}{
 		"Defaults": {
 			reason: "Nothing set: 300 s, ScheduleAnyway, the JSON access log.",
@@ -27,6 +30,15 @@ func TestEnvoySettings(t *testing.T) {
 			reason: "Every setting changed.",
 			envoy:  obj{"drainTimeout": "900s", "spread": obj{"whenUnsatisfiable": "DoNotSchedule"}, "accessLog": obj{"enabled": false}},
 			drain:  "900s", action: corev1.DoNotSchedule,
+		},
+		"WorkloadIdentity": {
+			reason: "The ServiceAccount's name goes to the EnvoyProxy, its annotations to the Gateway's infrastructure, where Envoy Gateway reads them.",
+			envoy: obj{"serviceAccountName": "bedrock-invoker", "serviceAccountAnnotations": obj{
+				"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/invoke",
+			}},
+			drain: "300s", action: corev1.ScheduleAnyway, accessLogs: true,
+			sa:      &egv1a1.KubernetesServiceAccountSpec{Name: new("bedrock-invoker")},
+			saNotes: map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/invoke"},
 		},
 	}
 	for name, tc := range cases {
@@ -47,6 +59,13 @@ func TestEnvoySettings(t *testing.T) {
 			}
 			if got := ep.Telemetry != nil; got != tc.accessLogs {
 				t.Errorf("%s\naccess log set: %t, want %t", tc.reason, got, tc.accessLogs)
+			}
+			if diff := cmp.Diff(tc.sa, ep.Provider.Kubernetes.EnvoyServiceAccount); diff != "" {
+				t.Errorf("%s\nenvoyServiceAccount: -want, +got:\n%s", tc.reason, diff)
+			}
+			gw := typedManifest[gwapiv1.GatewaySpec](t, manifest(rsp, "gateway"))
+			if diff := cmp.Diff(tc.saNotes, gw.Infrastructure.Annotations); diff != "" {
+				t.Errorf("%s\nthe Gateway's infrastructure annotations: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

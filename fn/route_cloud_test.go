@@ -65,6 +65,11 @@ func TestModelRouteCloudCredentials(t *testing.T) {
 			want: want{policy: obj{"type": "GCPCredentials", "gcpCredentials": obj{"projectName": "my-proj", "region": "europe-west4",
 				"credentialsFile": obj{"secretRef": obj{"name": "qwen-vertex"}}}}, copyTo: "data[service_account.json]", secret: "gcp-sa"},
 		},
+		"GCPWorkloadIdentity": {
+			reason:  "GCP without a Secret: the project and region alone, for the Envoy pods' Application Default Credentials; nothing copied, nothing required.",
+			backend: cloudBackend("vertex", "GCPVertexAI", obj{"gcp": obj{"projectName": "my-proj", "region": "europe-west4"}}),
+			want:    want{policy: obj{"type": "GCPCredentials", "gcpCredentials": obj{"projectName": "my-proj", "region": "europe-west4"}}},
+		},
 		"Azure": {
 			reason: "Azure: an AzureCredentials policy, the client secret copied under client-secret.",
 			backend: cloudBackend("azure", "AzureOpenAI", obj{"azure": obj{"clientID": "app-1", "tenantID": "tenant-1",

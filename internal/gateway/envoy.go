@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/names"
 )
@@ -44,6 +45,39 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 			LabelSelector:     sel,
 			MatchLabelKeys:    []string{"pod-template-hash"},
 		}
+	}
+	return out
+}
+
+// serviceAccount names the ServiceAccount the Envoy pods run as, when
+// spec.envoy.serviceAccountName sets one. Envoy Gateway server-side
+// applies a ServiceAccount of that name in the gateway namespace, owned by
+// the Gateway, and runs the pods as it (gateway v1.8.3
+// api/v1alpha1/envoyproxy_types.go, EnvoyServiceAccount;
+// internal/infrastructure/kubernetes/proxy/resource_provider.go,
+// serviceAccountName and ServiceAccount).
+func (b builder) serviceAccount() *egv1a1.KubernetesServiceAccountSpec {
+	if b.spec.Envoy == nil || b.spec.Envoy.ServiceAccountName == nil {
+		return nil
+	}
+	return &egv1a1.KubernetesServiceAccountSpec{Name: new(*b.spec.Envoy.ServiceAccountName)}
+}
+
+// infrastructureAnnotations are spec.envoy.serviceAccountAnnotations, as
+// the Gateway's infrastructure annotations: the one way Envoy Gateway
+// annotates the ServiceAccount it creates. It puts them on every resource
+// it creates for the Gateway, the Deployment's pod template included
+// (gateway v1.8.3 internal/gatewayapi/translator.go,
+// infrastructureAnnotations; internal/infrastructure/kubernetes/proxy/
+// resource_provider.go, ServiceAccount and Deployment), so the pods roll
+// with a change and start with the identity the annotations give.
+func (b builder) infrastructureAnnotations() map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue {
+	if b.spec.Envoy == nil || len(b.spec.Envoy.ServiceAccountAnnotations) == 0 {
+		return nil
+	}
+	out := make(map[gwapiv1.AnnotationKey]gwapiv1.AnnotationValue, len(b.spec.Envoy.ServiceAccountAnnotations))
+	for k, v := range b.spec.Envoy.ServiceAccountAnnotations {
+		out[gwapiv1.AnnotationKey(k)] = gwapiv1.AnnotationValue(v)
 	}
 	return out
 }

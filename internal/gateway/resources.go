@@ -128,6 +128,7 @@ func (b builder) envoyProxy(marker string, backendTLS *egv1a1.BackendTLSConfig) 
 					EnvoyPDB: &egv1a1.KubernetesPodDisruptionBudgetSpec{
 						MaxUnavailable: new(intstr.FromInt32(1)),
 					},
+					EnvoyServiceAccount: b.serviceAccount(),
 				},
 			},
 			Shutdown:   &egv1a1.ShutdownConfig{DrainTimeout: new(gwapiv1.Duration(b.spec.DrainTimeout()))},
@@ -186,9 +187,12 @@ func (b builder) gateway() *remote.Object {
 		Metadata:   b.meta(b.in.GatewayName),
 		Spec: &gwapiv1.GatewaySpec{
 			GatewayClassName: gwapiv1.ObjectName(class),
-			Infrastructure: &gwapiv1.GatewayInfrastructure{ParametersRef: &gwapiv1.LocalParametersReference{
-				Group: upstream.EnvoyGatewayGroup, Kind: "EnvoyProxy", Name: b.in.GatewayName,
-			}},
+			Infrastructure: &gwapiv1.GatewayInfrastructure{
+				Annotations: b.infrastructureAnnotations(),
+				ParametersRef: &gwapiv1.LocalParametersReference{
+					Group: upstream.EnvoyGatewayGroup, Kind: "EnvoyProxy", Name: b.in.GatewayName,
+				},
+			},
 			Listeners: listeners,
 		},
 	}, remote.ReadyWhen(upstream.CELHasAddress), remote.Watch())

@@ -346,7 +346,12 @@ func (b builder) credPolicy(be v1alpha1.Backend) *remote.Object {
 // cloudPolicy makes spec a BackendSecurityPolicy of the cloud's type, its
 // Secret, when it has one, the backend's copy ref (ai-gateway v1.0.0
 // api/v1beta1/backendsecurity_policy.go). AWS without a Secret signs with
-// the default credential chain of Envoy's pods.
+// the default credential chain of Envoy's pods, and GCP without one with
+// their Application Default Credentials: AI Gateway's controller then
+// writes only the project and region into the filter config
+// (internal/controller/gateway.go, bspToFilterAPIBackendAuth) and its
+// ext_proc finds the credentials itself (internal/backendauth/gcp.go,
+// newGCPHandler).
 func cloudPolicy(spec *aigv1b1.BackendSecurityPolicySpec, c *v1alpha1.Credentials, ref *gwapiv1.SecretObjectReference) {
 	switch {
 	case c.AWS != nil:
@@ -361,8 +366,10 @@ func cloudPolicy(spec *aigv1b1.BackendSecurityPolicySpec, c *v1alpha1.Credential
 		}
 	case c.GCP != nil:
 		spec.Type = aigv1b1.BackendSecurityPolicyTypeGCPCredentials
-		spec.GCPCredentials = &aigv1b1.BackendSecurityPolicyGCPCredentials{ProjectName: c.GCP.ProjectName, Region: c.GCP.Region,
-			CredentialsFile: &aigv1b1.GCPCredentialsFile{SecretRef: ref}}
+		spec.GCPCredentials = &aigv1b1.BackendSecurityPolicyGCPCredentials{ProjectName: c.GCP.ProjectName, Region: c.GCP.Region}
+		if c.GCP.SecretRef != nil {
+			spec.GCPCredentials.CredentialsFile = &aigv1b1.GCPCredentialsFile{SecretRef: ref}
+		}
 	case c.Azure != nil:
 		spec.Type = aigv1b1.BackendSecurityPolicyTypeAzureCredentials
 		spec.AzureCredentials = &aigv1b1.BackendSecurityPolicyAzureCredentials{ClientID: c.Azure.ClientID, TenantID: c.Azure.TenantID, ClientSecretRef: ref}

@@ -1,11 +1,23 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +42,9 @@ const (
 	cloudKeyID      = "AKIACONTROLPLANE0001"
 	cloudSecretPart = "controlplane-example-only-aws-secret"
 	cloudRegion     = "eu-west-1"
+	// cloudModelID is the Bedrock model the backend is sent, as AWS names
+	// it: the ext_proc puts it in the Converse path.
+	cloudModelID = "anthropic.claude-3-haiku-20240307-v1:0"
 )
 
 // cloudCredentials is scenario 5k: the real AI Gateway accepts the
@@ -54,9 +69,10 @@ func (sc *scenarios) cloudCredentials(t *testing.T) {
 
 	r := plainRoute(cloudRouteName, "unused.example.com")
 	r.Object["spec"].(map[string]any)["backends"] = []any{map[string]any{
-		"name":     cloudBackend,
-		"endpoint": map[string]any{"hostname": "bedrock-runtime." + cloudRegion + ".amazonaws.com"},
-		"schema":   map[string]any{"name": "AWSBedrock"},
+		"name":              cloudBackend,
+		"endpoint":          map[string]any{"hostname": "bedrock-runtime." + cloudRegion + ".amazonaws.com"},
+		"schema":            map[string]any{"name": "AWSBedrock"},
+		"modelNameOverride": cloudModelID,
 		"credentials": map[string]any{"aws": map[string]any{
 			"region": cloudRegion, "secretRef": map[string]any{"name": cloudSecret, "key": "credentials"},
 		}},
@@ -97,6 +113,7 @@ func (sc *scenarios) cloudCredentials(t *testing.T) {
 		t.Errorf("the Secret copy %s/%s does not hold the control plane's credentials file under credentials (keys: %v)", w.TeamNS, policy, slices.Sorted(maps.Keys(dataOf(cp))))
 	}
 	sc.noSecretsInObjects(t, "scenario 5k")
+	sc.signedThroughExtProc(t)
 
 	// Leave as found.
 	for _, a := range []harness.Allowance{
@@ -110,35 +127,67 @@ func (sc *scenarios) cloudCredentials(t *testing.T) {
 	}
 	sc.deleteRoute(t, cloudRouteName, "scenario 5k deletes its route")
 	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, cloudSecret, metav1.DeleteOptions{}))
+
+	sc.cloudGCP(t)
 }
 
 // filterConfigHasAWS returns "" when AI Gateway's filter-config Secret
 // gives the Bedrock backend AWS auth for cloudRegion whose credentials
 // file names cloudKeyID. It never prints the file.
 func (sc *scenarios) filterConfigHasAWS(ctx context.Context) string {
+	_, _, problem := sc.filterConfigAuth(ctx, cloudRouteName, cloudBackend, func(a backendAuth) string {
+		switch {
+		case a.AWS == nil:
+			return "no AWS auth"
+		case a.AWS.Region != cloudRegion:
+			return fmt.Sprintf("AWS auth for region %q, want %q", a.AWS.Region, cloudRegion)
+		case !strings.Contains(a.AWS.CredentialFileLiteral, "aws_access_key_id = "+cloudKeyID):
+			return "a credentials file without the key id " + cloudKeyID
+		}
+		return ""
+	})
+	return problem
+}
+
+// backendAuth is a backend's auth in AI Gateway's filter config
+// (ai-gateway v1.0.0 internal/filterapi/filterconfig.go, BackendAuth):
+// only what scenario 5k reads of it.
+type backendAuth struct {
+	AWS *struct {
+		CredentialFileLiteral string `json:"credentialFileLiteral"`
+		Region                string `json:"region"`
+	} `json:"aws"`
+	GCP *struct {
+		AccessToken string `json:"accessToken"`
+		Region      string `json:"region"`
+		ProjectName string `json:"projectName"`
+	} `json:"gcp"`
+}
+
+// filterConfigAuth reads AI Gateway's filter-config Secret and returns it
+// with the name it gives the route's backend, or what is not there yet:
+// the backend, or auth that check passes (it returns what is wrong). It
+// never prints a credential.
+func (sc *scenarios) filterConfigAuth(ctx context.Context, routeName, backendName string, check func(backendAuth) string) (raw []byte, backend, problem string) {
 	s, err := sc.get(ctx, harness.GVRSecret, harness.EnvoyGatewayNS, filterConfigSecret)
 	if err != nil {
-		return err.Error()
+		return nil, "", err.Error()
 	}
 	enc, _, _ := unstructured.NestedString(s.Object, "data", "filter-config.yaml")
-	raw, err := base64.StdEncoding.DecodeString(enc)
+	raw, err = base64.StdEncoding.DecodeString(enc)
 	if err != nil {
-		return fmt.Sprintf("cannot decode the filter-config Secret's filter-config.yaml: %v", err)
+		return nil, "", fmt.Sprintf("cannot decode the filter-config Secret's filter-config.yaml: %v", err)
 	}
 	var cfg struct {
 		Backends []struct {
-			Name string `json:"name"`
-			Auth *struct {
-				AWS *struct {
-					CredentialFileLiteral string `json:"credentialFileLiteral"`
-					Region                string `json:"region"`
-				} `json:"aws"`
-			} `json:"auth"`
+			Name string       `json:"name"`
+			Auth *backendAuth `json:"auth"`
 		} `json:"backends"`
 	}
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Sprintf("cannot read the filter config: %v", err)
+		return nil, "", fmt.Sprintf("cannot read the filter config: %v", err)
 	}
+	object := names.BackendObject(routeName, backendName)
 	var seen []string
 	for _, b := range cfg.Backends {
 		seen = append(seen, b.Name)
@@ -146,24 +195,328 @@ func (sc *scenarios) filterConfigHasAWS(ctx context.Context) string {
 		// <namespace>/<AIServiceBackend>/route/<route>/rule/<i>/ref/<j>
 		// (ai-gateway v1.0.0 internal/internalapi/internalapi.go,
 		// PerRouteRuleRefBackendName).
-		if !strings.Contains(b.Name, "/"+names.BackendObject(cloudRouteName, cloudBackend)+"/route/") {
+		if !strings.Contains(b.Name, "/"+object+"/route/") {
 			continue
 		}
-		switch {
-		case b.Auth == nil || b.Auth.AWS == nil:
-			return fmt.Sprintf("the filter config's backend %s has no AWS auth", b.Name)
-		case b.Auth.AWS.Region != cloudRegion:
-			return fmt.Sprintf("the filter config's backend %s signs for region %q, want %q", b.Name, b.Auth.AWS.Region, cloudRegion)
-		case !strings.Contains(b.Auth.AWS.CredentialFileLiteral, "aws_access_key_id = "+cloudKeyID):
-			return fmt.Sprintf("the filter config's backend %s has a credentials file without the key id %s", b.Name, cloudKeyID)
+		if b.Auth == nil {
+			return nil, "", fmt.Sprintf("the filter config's backend %s has no auth", b.Name)
+		}
+		if why := check(*b.Auth); why != "" {
+			return nil, "", fmt.Sprintf("the filter config's backend %s has %s", b.Name, why)
+		}
+		return raw, b.Name, ""
+	}
+	return nil, "", fmt.Sprintf("the filter config has no backend %s yet (backends: %v)", object, seen)
+}
+
+// extProcBackendAttribute is the attribute in which Envoy's upstream
+// ext_proc filter tells AI Gateway's ext_proc which backend it picked: the
+// backend's name in the filter config, from the endpoint's metadata
+// (ai-gateway v1.0.0 internal/internalapi/internalapi.go,
+// XDSUpstreamHostMetadataBackendNamePath; internal/extproc/server.go,
+// setBackend).
+const extProcBackendAttribute = "xds.upstream_host_metadata.filter_metadata['aigateway.envoy.io']['per_route_rule_backend_name']"
+
+// extProcResult is what xds-reader -ext-proc prints.
+type extProcResult struct {
+	Router   []map[string]any `json:"router"`
+	Upstream []map[string]any `json:"upstream"`
+	Request  struct {
+		Headers map[string]string `json:"headers"`
+		Body    string            `json:"body"`
+	} `json:"request"`
+	SignatureVerified *bool  `json:"signatureVerified"`
+	SignatureProblem  string `json:"signatureProblem"`
+}
+
+// throughExtProc starts AI Gateway's own ext_proc (the sidecar's binary,
+// from the pinned module) on the filter config raw, which its controller
+// wrote, and plays it a chat completion "Say hello." for model as
+// Envoy's two AI Gateway filters send it (xds-reader -ext-proc: the router
+// filter's headers and body, then the upstream filter's headers with the
+// backend Envoy picked). verifyAWS, when set, are the credentials the
+// reader checks the request's SigV4 signature against. It returns what
+// the reader printed, and that decoded.
+func (sc *scenarios) throughExtProc(t *testing.T, raw []byte, backend, model string, verifyAWS map[string]string) ([]byte, extProcResult) {
+	t.Helper()
+	addr := sc.c.StartExtProc(sc.ctx, t, raw)
+	in, err := json.Marshal(map[string]any{
+		"headers": map[string]string{
+			":method": "POST", ":path": "/v1/chat/completions", ":scheme": "https", ":authority": "gateway.example.com",
+			"content-type": "application/json", "x-request-id": "scenario-5k",
+		},
+		"body":       `{"model":` + strconv.Quote(model) + `,"messages":[{"role":"user","content":"Say hello."}]}`,
+		"attributes": map[string]string{extProcBackendAttribute: backend},
+		"verifyAWS":  verifyAWS,
+	})
+	harness.Must(t, err)
+	ctx, cancel := context.WithTimeout(sc.ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sc.c.Bins[harness.ToolXDSReader.Name], "-ext-proc", "-address", addr, "-timeout", "30s")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scenario 5k: cannot play the request through AI Gateway's ext_proc: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var res extProcResult
+	harness.Must(t, json.Unmarshal(out, &res))
+	return out, res
+}
+
+// routeModel is the model name a ModelRoute serves, from its status.
+func (sc *scenarios) routeModel(t *testing.T, route string) string {
+	t.Helper()
+	xr, err := sc.get(sc.ctx, harness.GVRModelRoute, harness.TeamControlNS, route)
+	harness.Must(t, err)
+	model, _, _ := unstructured.NestedString(xr.Object, "status", "model")
+	if model == "" {
+		t.Fatalf("scenario 5k: the ModelRoute %s has no status.model", route)
+	}
+	return model
+}
+
+// writeExtProcDump writes what the ext_proc returned to
+// $CONTROLPLANE_XDS/<name>.json when that is set, with every secret
+// given replaced by <redacted>, in plain text and in the base64 in which
+// protojson prints the answers' header values.
+func writeExtProcDump(t *testing.T, name string, out []byte, secrets map[string]string) {
+	dir := os.Getenv("CONTROLPLANE_XDS")
+	if dir == "" {
+		return
+	}
+	dump := string(out)
+	for secret, redacted := range secrets {
+		dump = strings.ReplaceAll(dump, base64.StdEncoding.EncodeToString([]byte(secret)), base64.StdEncoding.EncodeToString([]byte(redacted)))
+		dump = strings.ReplaceAll(dump, secret, redacted)
+	}
+	harness.Must(t, os.MkdirAll(dir, 0o755))
+	harness.WriteFile(t, filepath.Join(dir, name+".json"), []byte(dump))
+}
+
+// sigV4 is a SigV4 Authorization: the key id, the date, the region and
+// the service it is scoped to.
+var sigV4 = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([A-Z0-9]+)/([0-9]{8})/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$`)
+
+// signedThroughExtProc is the AWS signature end to end, through AI
+// Gateway's own ext_proc on the filter config its controller wrote: the
+// request it hands back for Bedrock must be signed with SigV4 by the key
+// id of the control-plane Secret, for eu-west-1 and the bedrock service,
+// dated by its x-amz-date; and the reader signs that request anew with
+// the Secret's key pair, and the signatures must be the same. What came
+// back, the signature redacted, goes to
+// $CONTROLPLANE_XDS/scenario-cloud-aws.json.
+func (sc *scenarios) signedThroughExtProc(t *testing.T) {
+	t.Helper()
+	raw, backend, problem := sc.filterConfigAuth(sc.ctx, cloudRouteName, cloudBackend, func(a backendAuth) string {
+		if a.AWS == nil {
+			return "no AWS auth"
 		}
 		return ""
+	})
+	if problem != "" {
+		t.Fatalf("scenario 5k: %s", problem)
 	}
-	return fmt.Sprintf("the filter config has no backend %s yet (backends: %v)", names.BackendObject(cloudRouteName, cloudBackend), seen)
+	model := sc.routeModel(t, cloudRouteName)
+	out, res := sc.throughExtProc(t, raw, backend, model, map[string]string{"accessKeyID": cloudKeyID, "secretAccessKey": cloudSecretPart, "region": cloudRegion})
+	if strings.Contains(string(out), cloudSecretPart) {
+		t.Fatal("scenario 5k: the ext_proc's answer holds the AWS secret access key")
+	}
+	h := res.Request.Headers
+	auth := h["authorization"]
+	m := sigV4.FindStringSubmatch(auth)
+	switch {
+	case m == nil:
+		t.Errorf("scenario 5k: the request for Bedrock is not signed with SigV4: authorization %q", redactSignature(auth))
+	case m[1] != cloudKeyID:
+		t.Errorf("scenario 5k: signed with key id %s, want the control-plane Secret's %s", m[1], cloudKeyID)
+	case m[3] != cloudRegion || m[4] != "bedrock":
+		t.Errorf("scenario 5k: signed for %s/%s, want %s/bedrock", m[3], m[4], cloudRegion)
+	case !strings.HasPrefix(h["x-amz-date"], m[2]+"T"):
+		t.Errorf("scenario 5k: signed for the date %s, but x-amz-date is %q", m[2], h["x-amz-date"])
+	}
+	if res.SignatureVerified == nil || !*res.SignatureVerified {
+		t.Errorf("scenario 5k: the signature is not the one the control-plane Secret's key pair makes of the request: %s", redactSignature(res.SignatureProblem))
+	}
+	// AI Gateway translates the chat completion into Bedrock's Converse
+	// API for the backend's model (ai-gateway v1.0.0
+	// internal/translator/openai_awsbedrock.go).
+	if want := "/model/" + url.PathEscape(cloudModelID) + "/converse"; h[":path"] != want {
+		t.Errorf("scenario 5k: the request goes to %q, want Bedrock's Converse path %q", h[":path"], want)
+	}
+	if h["x-ai-eg-model"] != model {
+		t.Errorf("scenario 5k: x-ai-eg-model %q, want the route's model %q", h["x-ai-eg-model"], model)
+	}
+	if !strings.Contains(res.Request.Body, `"text":"Say hello."`) {
+		t.Errorf("scenario 5k: the body for Bedrock is not the message in Converse's form: %s", res.Request.Body)
+	}
+	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s signed %s, x-amz-date %s; the signature is the Secret's key pair's: %v",
+		h[":method"], h[":path"], redactSignature(auth), h["x-amz-date"], res.SignatureVerified != nil && *res.SignatureVerified)
+	writeExtProcDump(t, "scenario-cloud-aws", out, map[string]string{auth: redactSignature(auth)})
+}
+
+// signatureValue is the signature of a SigV4 Authorization.
+var signatureValue = regexp.MustCompile(`Signature=[0-9a-f]{64}`)
+
+// redactSignature hides SigV4 signatures: one is a credential for the
+// next 15 minutes, for the request it signs.
+func redactSignature(s string) string {
+	return signatureValue.ReplaceAllString(s, "Signature=<redacted>")
 }
 
 // dataOf is a Secret's data, for its keys: never print the values.
 func dataOf(u *unstructured.Unstructured) map[string]any {
 	m, _, _ := unstructured.NestedMap(u.Object, "data")
 	return m
+}
+
+// The GCP half of scenario 5k: a Vertex AI backend with a service
+// account's JSON key.
+const (
+	vertexRouteName = "vertex-model"
+	vertexBackend   = "vertex"
+	vertexSecret    = "gcp-sa"
+	vertexProject   = "modelplane-test"
+	vertexRegion    = "europe-west4"
+	vertexAccount   = "vertex-invoker@" + vertexProject + ".iam.gserviceaccount.com"
+	vertexModelID   = "gemini-2.0-flash"
+)
+
+// cloudGCP is GCP end to end. The service account's key, made here, names
+// the stand-in of Google's token endpoint in its token_uri (harness
+// GoogleTokens), which answers only a JWT that key signed. The real AI
+// Gateway controller reads the key from the Secret copy, exchanges it for
+// an access token there, and writes the token into its filter config
+// (ai-gateway v1.0.0 internal/controller/backend_security_policy.go,
+// rotateCredential; internal/controller/gateway.go,
+// bspToFilterAPIBackendAuth); its own ext_proc, on that config, sends the
+// chat completion to Vertex AI's generateContent for the project, region
+// and model with that token as its Bearer (internal/backendauth/gcp.go).
+// So the key that travelled is the one that signed, and the token it got
+// is the one the request carries.
+func (sc *scenarios) cloudGCP(t *testing.T) {
+	c, w := sc.c, sc.w
+	google := sc.s.Up.Google
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	harness.Must(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	harness.Must(t, err)
+	google.Register(vertexAccount, &key.PublicKey)
+	keyJSON, err := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": vertexProject, "private_key_id": "controlplane-1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": vertexAccount, "client_id": "1", "token_uri": google.URL(),
+	})
+	harness.Must(t, err)
+	w.Forbid("the GCP service account key", base64.StdEncoding.EncodeToString(keyJSON))
+	w.Forbid("the GCP private key", base64.StdEncoding.EncodeToString(der))
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: vertexSecret, Namespace: harness.TeamControlNS},
+		Data:       map[string][]byte{"key.json": keyJSON}}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
+	harness.Must(t, err)
+	c.Create(sc.ctx, harness.GVRSecret, &unstructured.Unstructured{Object: m})
+
+	r := plainRoute(vertexRouteName, "unused.example.com")
+	r.Object["spec"].(map[string]any)["backends"] = []any{map[string]any{
+		"name":              vertexBackend,
+		"endpoint":          map[string]any{"hostname": vertexRegion + "-aiplatform.googleapis.com"},
+		"schema":            map[string]any{"name": "GCPVertexAI"},
+		"modelNameOverride": vertexModelID,
+		"credentials": map[string]any{"gcp": map[string]any{
+			"projectName": vertexProject, "region": vertexRegion,
+			"secretRef": map[string]any{"name": vertexSecret, "key": "key.json"},
+		}},
+	}}
+	created := time.Now()
+	c.Apply(sc.ctx, r)
+	policy := names.BackendObject(vertexRouteName, vertexBackend)
+	var token string
+	sc.eventually(t, waitRoute, "the Vertex AI route RoutingReady, its GCPCredentials policy accepted and an access token in AI Gateway's filter config", func(ctx context.Context) string {
+		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, vertexRouteName)
+		if err != nil {
+			return err.Error()
+		}
+		if st := harness.ConditionStatus(xr, route.ConditionType); st != "True" {
+			return fmt.Sprintf("RoutingReady=%s (%s): %v", st, harness.ConditionReason(xr, route.ConditionType), harness.Condition(xr, route.ConditionType)["message"])
+		}
+		bsp, err := sc.get(ctx, harness.GVRSecPolicy, w.TeamNS, policy)
+		if err != nil {
+			return fmt.Sprintf("the BackendSecurityPolicy %s: %v", policy, err)
+		}
+		if st := harness.ConditionStatus(bsp, "Accepted"); st != "True" {
+			return fmt.Sprintf("the BackendSecurityPolicy %s: Accepted=%q (%v)", policy, st, harness.Condition(bsp, "NotAccepted")["message"])
+		}
+		issued := map[string]bool{}
+		for _, it := range google.Issued() {
+			if it.Issuer == vertexAccount {
+				issued[it.Token] = true
+			}
+		}
+		if len(issued) == 0 {
+			return "the stand-in of Google's token endpoint has given " + vertexAccount + " no token yet"
+		}
+		_, _, problem := sc.filterConfigAuth(ctx, vertexRouteName, vertexBackend, func(a backendAuth) string {
+			switch {
+			case a.GCP == nil:
+				return "no GCP auth"
+			case a.GCP.ProjectName != vertexProject || a.GCP.Region != vertexRegion:
+				return fmt.Sprintf("GCP auth for %s/%s, want %s/%s", a.GCP.ProjectName, a.GCP.Region, vertexProject, vertexRegion)
+			case !issued[a.GCP.AccessToken]:
+				return "a GCP access token the token endpoint did not give " + vertexAccount
+			}
+			token = a.GCP.AccessToken
+			return ""
+		})
+		return problem
+	})
+	t.Logf("scenario 5k: the Vertex AI route RoutingReady, its GCPCredentials policy accepted, the key exchanged for a token at the token endpoint it names and the token in AI Gateway's filter config, %s after the route's creation",
+		time.Since(created).Round(time.Second))
+
+	raw, backend, problem := sc.filterConfigAuth(sc.ctx, vertexRouteName, vertexBackend, func(a backendAuth) string {
+		if a.GCP == nil || a.GCP.AccessToken != token {
+			return "not the GCP token it had"
+		}
+		return ""
+	})
+	if problem != "" {
+		t.Fatalf("scenario 5k: %s", problem)
+	}
+	model := sc.routeModel(t, vertexRouteName)
+	out, res := sc.throughExtProc(t, raw, backend, model, nil)
+	h := res.Request.Headers
+	if h["authorization"] != "Bearer "+token {
+		t.Errorf("scenario 5k: the request for Vertex AI is not authorized with the token the key got (authorization starts %.12q)", h["authorization"])
+	}
+	// The ext_proc prefixes the translator's generateContent path with
+	// the project and region (ai-gateway v1.0.0 internal/backendauth/
+	// gcp.go, Do; internal/translator/gemini_helper.go,
+	// buildGCPModelPathSuffix).
+	if want := "/v1/projects/" + vertexProject + "/locations/" + vertexRegion + "/publishers/google/models/" + vertexModelID + ":generateContent"; h[":path"] != want {
+		t.Errorf("scenario 5k: the request goes to %q, want Vertex AI's %q", h[":path"], want)
+	}
+	if !strings.Contains(res.Request.Body, `"text":"Say hello."`) {
+		t.Errorf("scenario 5k: the body for Vertex AI is not the message in Gemini's form: %s", res.Request.Body)
+	}
+	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s with the Bearer token the service account's key got", h[":method"], h[":path"])
+	// The answer holds the whole header value in base64, the request the
+	// token alone.
+	writeExtProcDump(t, "scenario-cloud-gcp", out, map[string]string{"Bearer " + token: "Bearer <redacted>", token: "<redacted>"})
+	sc.noSecretsInObjects(t, "scenario 5k")
+
+	// Leave as found; AI Gateway's token Secret is owned by the policy
+	// (rotators.GetBSPSecretName: ai-eg-bsp-<policy>) and goes with it.
+	for _, a := range []harness.Allowance{
+		{Reason: "scenario 5k deletes its route", Resource: "backendsecuritypolicies", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route", Resource: "secrets", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route: AI Gateway's token Secret goes with the policy", Resource: "secrets", Namespace: w.TeamNS, Name: "ai-eg-bsp-" + policy},
+		{Reason: "scenario 5k deletes its route", Resource: "backends", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: vertexSecret},
+	} {
+		w.Allow(a)
+	}
+	sc.deleteRoute(t, vertexRouteName, "scenario 5k deletes its route")
+	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, vertexSecret, metav1.DeleteOptions{}))
 }

@@ -122,6 +122,17 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		"DrainGoOnly":     {set: map[string]any{"envoy.drainTimeout": "1.5m"}},
 		"DrainNotPattern": {set: map[string]any{"envoy.drainTimeout": "5 minutes"}},
 
+		"ServiceAccountName":          {set: map[string]any{"envoy.serviceAccountName": "bedrock-invoker"}, goOK: true, schemaOK: true},
+		"ServiceAccountNameMax":       {set: map[string]any{"envoy.serviceAccountName": long(253)}, goOK: true, schemaOK: true},
+		"ServiceAccountNameTooLong":   {set: map[string]any{"envoy.serviceAccountName": long(254)}},
+		"ServiceAccountNameEmpty":     {set: map[string]any{"envoy.serviceAccountName": ""}},
+		"ServiceAccountNameNotDNS":    {set: map[string]any{"envoy.serviceAccountName": "Bedrock_Invoker"}},
+		"SAAnnotationsIRSA":           {set: map[string]any{"envoy.serviceAccountAnnotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/invoke"}}, goOK: true, schemaOK: true},
+		"SAAnnotationsMax":            {set: map[string]any{"envoy.serviceAccountAnnotations": annotations(v1alpha1.MaxServiceAccountAnnotations)}, goOK: true, schemaOK: true},
+		"SAAnnotationsOverMax":        {set: map[string]any{"envoy.serviceAccountAnnotations": annotations(v1alpha1.MaxServiceAccountAnnotations + 1)}},
+		"SAAnnotationKeyNotQualified": {set: map[string]any{"envoy.serviceAccountAnnotations": map[string]any{"role arn": "x"}}, schemaOK: true, why: goAnnotations},
+		"SAAnnotationValueTooLong":    {set: map[string]any{"envoy.serviceAccountAnnotations": map[string]any{"a": long(4097)}}, schemaOK: true, why: goAnnotations},
+
 		"SpreadKnown":   {set: map[string]any{"envoy.spread.whenUnsatisfiable": "DoNotSchedule"}, goOK: true, schemaOK: true},
 		"SpreadUnknown": {set: map[string]any{"envoy.spread.whenUnsatisfiable": "Never"}},
 
@@ -185,6 +196,18 @@ func TestInferenceGatewayBounds(t *testing.T) {
 		}
 		return s.Validate()
 	}, rows)
+}
+
+// goAnnotations is why the schema takes annotations Validate refuses.
+const goAnnotations = "Validate checks annotation keys and values as Kubernetes and Gateway API do; the schema bounds only their count, since a CEL rule over a map's keys of unbounded length would exceed the API server's cost budget"
+
+// annotations are n distinct annotations.
+func annotations(n int) map[string]any {
+	out := make(map[string]any, n)
+	for i := range n {
+		out[fmt.Sprintf("example.com/a%d", i)] = "v"
+	}
+	return out
 }
 
 // triggers are every trigger Envoy Gateway knows.

@@ -165,6 +165,11 @@ const (
 	// for every old pod.
 	MaxDrainTimeout = time.Hour
 
+	// MaxServiceAccountAnnotations is Gateway API's limit on a Gateway's
+	// infrastructure annotations, which carry them (gateway-api v1.5.1
+	// apis/v1/gateway_types.go, GatewayInfrastructure).
+	MaxServiceAccountAnnotations = 8
+
 	// DefaultWhenUnsatisfiable prefers spreading but never leaves a pod
 	// pending for want of another node or zone.
 	DefaultWhenUnsatisfiable = corev1.ScheduleAnyway
@@ -190,6 +195,26 @@ type Envoy struct {
 	// A JSON access log on Envoy's stdout: caller, model, backend and token
 	// counts of each request.
 	AccessLog *AccessLog `json:"accessLog,omitempty"`
+
+	// The ServiceAccount the Envoy pods run as, which a cloud's workload
+	// identity binds a role to (EKS Pod Identity by its name; IRSA and GKE
+	// Workload Identity by its annotations, below). Envoy Gateway creates
+	// it in the gateway namespace and deletes it with the gateway; unset,
+	// the Envoy pods run as the one Envoy Gateway names after them.
+	// Changing it rolls the Envoy pods once.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+
+	// Annotations for the Envoy pods' ServiceAccount, such as IRSA's
+	// eks.amazonaws.com/role-arn or GKE's iam.gke.io/gcp-service-account;
+	// up to 8. Envoy Gateway puts them on every resource it creates for
+	// the gateway, the Envoy pods included, so changing them rolls the
+	// Envoy pods once, which then start with the identity. Keys and
+	// values are checked as Kubernetes checks annotations.
+	// +kubebuilder:validation:MaxProperties=8
+	ServiceAccountAnnotations map[string]string `json:"serviceAccountAnnotations,omitempty"`
 }
 
 // Spread spreads the Envoy pods across nodes and zones.

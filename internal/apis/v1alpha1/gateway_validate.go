@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -9,7 +10,9 @@ import (
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/function-sdk-go/errors"
 )
@@ -64,6 +67,27 @@ func (s *InferenceGatewaySpec) validateEnvoy() error {
 		v, err := time.ParseDuration(*d)
 		if !gatewayDuration.MatchString(*d) || err != nil || v < time.Second || v > MaxDrainTimeout {
 			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, DefaultDrainTimeout)
+		}
+	}
+	if n := s.Envoy.ServiceAccountName; n != nil {
+		if errs := validation.IsDNS1123Subdomain(*n); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountName %q is not a ServiceAccount name: %s", *n, strings.Join(errs, "; "))
+		}
+	}
+	if a := s.Envoy.ServiceAccountAnnotations; len(a) > 0 {
+		if len(a) > MaxServiceAccountAnnotations {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations has %d annotations; Gateway API allows at most %d on a Gateway's infrastructure", len(a), MaxServiceAccountAnnotations)
+		}
+		// What the API server checks of any object's annotations, and
+		// Gateway API's limit on one value (gateway-api v1.5.1
+		// apis/v1/shared_types.go, AnnotationValue).
+		if errs := apivalidation.ValidateAnnotations(a, field.NewPath("spec", "envoy", "serviceAccountAnnotations")); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: %s", errs.ToAggregate())
+		}
+		for _, k := range slices.Sorted(maps.Keys(a)) {
+			if len(a[k]) > 4096 {
+				return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations[%s] is %d characters; Gateway API allows at most 4096", k, len(a[k]))
+			}
 		}
 	}
 	if sp := s.Envoy.Spread; sp != nil && sp.WhenUnsatisfiable != "" {

@@ -264,8 +264,9 @@ type GCPCredentials struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
 	Region string `json:"region,omitempty"`
 	// A key of a Secret in the ModelRoute's namespace that holds a
-	// service account's JSON key.
-	// +kubebuilder:validation:Required
+	// service account's JSON key. Without it, Envoy's pods authenticate
+	// with Application Default Credentials, their own identity (GKE
+	// Workload Identity through the gateway's spec.envoy.serviceAccount*).
 	SecretRef *SecretRef `json:"secretRef,omitempty"`
 }
 
@@ -303,8 +304,8 @@ type CredentialSource struct {
 }
 
 // CredentialSecret is where the backend's credential is copied from, and
-// false when it has none to copy (no apiKey, or AWS credentials from the
-// pods' own identity).
+// false when it has none to copy (no apiKey, or AWS or GCP credentials
+// from the pods' own identity).
 func (b Backend) CredentialSecret() (CredentialSource, bool) {
 	switch c := b.Credentials; {
 	case b.APIKey != nil:

@@ -223,8 +223,8 @@ func (c *Credentials) check(f string) error {
 			return errors.Errorf("%s.credentials.aws.profile needs credentials.aws.secretRef: it names a profile of that credentials file", f)
 		}
 	case c.GCP != nil:
-		if c.GCP.ProjectName == "" || c.GCP.Region == "" || c.GCP.SecretRef == nil {
-			return errors.Errorf("%s.credentials.gcp needs projectName, region and secretRef (a service account's JSON key)", f)
+		if c.GCP.ProjectName == "" || c.GCP.Region == "" {
+			return errors.Errorf("%s.credentials.gcp needs projectName and region", f)
 		}
 	case c.Azure.ClientID == "" || c.Azure.TenantID == "" || c.Azure.ClientSecretRef == nil:
 		return errors.Errorf("%s.credentials.azure needs clientID, tenantID and clientSecretRef (the service principal's client secret)", f)

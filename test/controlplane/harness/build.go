@@ -139,6 +139,13 @@ var (
 	toolAIGateway = Tool{Name: "ai-gateway-controller", Version: "v1.0.0", module: "ai-gateway",
 		pkg: aiGatewayModule + "/cmd/controller"}
 
+	// ToolExtProc is AI Gateway's external processor, the binary of its
+	// sidecar image (ExtProcImage), from the same pinned module as its
+	// controller. No Envoy runs here; scenario 5k plays Envoy to it
+	// (xds-reader -ext-proc) with the filter config the controller wrote.
+	ToolExtProc = Tool{Name: "ai-gateway-extproc", Version: "v1.0.0", module: "ai-gateway",
+		pkg: aiGatewayModule + "/cmd/extproc"}
+
 	// kubectl is the README reader's (the suite's quickstart_test.go).
 	ToolKubectl = Tool{Name: "kubectl", Version: "v1.36.1", module: "kubernetes",
 		pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeVersionFlags}
@@ -242,7 +249,7 @@ func (p Controllers) String() string {
 // ToolsFor returns every binary a control plane with pair p runs, in the
 // order they are built: only the selected pair's Crossplane and provider.
 func ToolsFor(p Controllers) []Tool {
-	return []Tool{toolCrane, toolEtcd, p.provider, p.crossplane, p.aiGatewayTool(), toolEnvoyGateway, toolAPIServer, toolControllerManager, ToolXDSReader, ToolKubectl, toolCertManager, ToolRateLimit}
+	return []Tool{toolCrane, toolEtcd, p.provider, p.crossplane, p.aiGatewayTool(), toolEnvoyGateway, toolAPIServer, toolControllerManager, ToolXDSReader, ToolKubectl, toolCertManager, ToolRateLimit, ToolExtProc}
 }
 
 // BuildMu keeps two builds from this test binary from running at once: on

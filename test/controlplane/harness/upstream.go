@@ -6,9 +6,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +113,9 @@ type Upstream struct {
 	aigwCerts     string
 	egCerts       string // Envoy Gateway's /certs, from its certgen
 	egConfig      string // Envoy Gateway's configuration file
+	// Google is the stand-in of Google's token endpoint, which AI
+	// Gateway's controller may dial (tokens.go).
+	Google *GoogleTokens
 }
 
 // startUpstream installs and starts AI Gateway, then Envoy Gateway, and
@@ -119,6 +124,7 @@ type Upstream struct {
 func (c *Cluster) startUpstream(ctx context.Context) *Upstream {
 	c.tb.Helper()
 	u := &Upstream{extensionPort: c.Procs.FreePort(), webhookPort: c.Procs.FreePort()}
+	u.Google = startGoogleTokens(c.tb, c.Procs.FreePort())
 	c.Namespace(ctx, aiGatewayNS)
 	u.aigwCerts = c.ca.writeDir(c.tb, filepath.Join(c.Dir, "ai-gateway-certs"), c.ca.server(c.tb, "ai-gateway-controller"))
 	c.installPodWebhook(ctx, u.webhookPort)
@@ -164,7 +170,7 @@ func (c *Cluster) StartAIGateway(ctx context.Context, u *Upstream, image string)
 	u.AIGWImage = image
 	u.AIGW = c.Procs.startIsolated("ai-gateway", []string{
 		"KUBECONFIG=" + c.Kubeconfig, "POD_NAMESPACE=" + aiGatewayNS, "DISABLE_PPROF=true",
-	}, isolation{Outbound: []int{c.apiPort}, Inbound: []int{u.webhookPort, u.extensionPort}},
+	}, isolation{Outbound: []int{c.apiPort, u.Google.port}, Inbound: []int{u.webhookPort, u.extensionPort}},
 		c.Bins[toolAIGateway.Name],
 		"-enableLeaderElection=false",
 		"-envoyGatewayNamespace="+EnvoyGatewayNS,
@@ -345,4 +351,32 @@ func Sidecar(p *corev1.Pod) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// StartExtProc starts AI Gateway's external processor, as its sidecar runs
+// in an Envoy pod, on the filter config given (the controller's
+// filter-config Secret's filter-config.yaml, which the sidecar mounts:
+// ai-gateway v1.0.0 internal/controller/gateway_mutator.go), and returns
+// its gRPC address once its admin server says it is healthy. The config
+// file, which holds the backends' credentials, is the test's alone (0600,
+// in a folder removed after the test), and the process is stopped when
+// the test ends.
+func (c *Cluster) StartExtProc(ctx context.Context, tb testing.TB, config []byte) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	path := filepath.Join(dir, "filter-config.yaml")
+	Must(tb, os.WriteFile(path, config, 0o600))
+	grpcPort, adminPort := c.Procs.FreePort(), c.Procs.FreePort()
+	p := c.Procs.Start("ai-gateway-extproc", nil, c.Bins[ToolExtProc.Name],
+		"-configPath="+path,
+		"-extProcAddr=127.0.0.1:"+strconv.Itoa(grpcPort),
+		"-adminPort="+strconv.Itoa(adminPort))
+	tb.Cleanup(func() { p.Stop(5 * time.Second) })
+	// /health answers 200 once the ext_proc's own gRPC health check does
+	// (ai-gateway v1.0.0 cmd/extproc/mainlib/admin.go).
+	Must(tb, WaitFor(ctx, p, 100*time.Millisecond, "AI Gateway's ext_proc healthy", func(ctx context.Context) (bool, error) {
+		_, err := httpGet(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/health", adminPort), "")
+		return err == nil, err
+	}))
+	return fmt.Sprintf("127.0.0.1:%d", grpcPort)
 }

@@ -22,7 +22,7 @@ var ToolXDSReader = Tool{Name: "xds-reader", Version: xdsReaderVersion(), module
 
 // xdsReaderVersion hashes the reader's source files.
 func xdsReaderVersion() string {
-	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go", "ratelimit.go")
+	return sourceVersion("", "xds-reader", "main.go", "decode.go", "types.go", "ratelimit.go", "extproc.go")
 }
 
 // sourceVersion names a build of a tools module of this repository's own

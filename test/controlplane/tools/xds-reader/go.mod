@@ -3,6 +3,7 @@ module github.com/modelplaneai/function-inference-gateway/test/controlplane/tool
 go 1.26.4
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.41.11
 	github.com/envoyproxy/go-control-plane v0.14.1-0.20260409050421-3f47accd6e14
 	github.com/envoyproxy/go-control-plane/envoy v1.37.1-0.20260409050421-3f47accd6e14
 	github.com/envoyproxy/go-control-plane/ratelimit v0.1.1-0.20260409050421-3f47accd6e14
@@ -12,6 +13,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
+	github.com/aws/smithy-go v1.27.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20251210132809-ee656c7534f5 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect

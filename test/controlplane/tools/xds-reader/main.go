@@ -64,8 +64,16 @@ func main() {
 		others  = flag.Duration("others-timeout", 2*time.Second, "how long to wait, once the clusters came, for the other types (a type the snapshot lacks may never be answered)")
 		rlConf  = flag.Bool("ratelimit-config", false, "read the rate-limit service's configuration instead (Envoy Gateway's port 18001, node ID envoy-ratelimit)")
 		should  = flag.Bool("should-rate-limit", false, "call the rate-limit service at -address with each ShouldRateLimitRequest of the JSON array on stdin, in order, and print the answers")
+		extProc = flag.Bool("ext-proc", false, "play Envoy for the one request on stdin through AI Gateway's router and upstream ext_proc filters, served at -address, and print their answers and the request as it would go upstream")
 	)
 	flag.Parse()
+	if *extProc {
+		if err := callExtProc(*addr, *timeout, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "xds-reader: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *should {
 		if err := shouldRateLimit(*addr, *certDir, *server, *timeout, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "xds-reader: %v\n", err)
