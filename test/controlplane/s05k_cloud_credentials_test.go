@@ -129,6 +129,7 @@ func (sc *scenarios) cloudCredentials(t *testing.T) {
 	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, cloudSecret, metav1.DeleteOptions{}))
 
 	sc.cloudGCP(t)
+	sc.cloudAzure(t)
 }
 
 // filterConfigHasAWS returns "" when AI Gateway's filter-config Secret
@@ -162,6 +163,9 @@ type backendAuth struct {
 		Region      string `json:"region"`
 		ProjectName string `json:"projectName"`
 	} `json:"gcp"`
+	Azure *struct {
+		AccessToken string `json:"accessToken"`
+	} `json:"azure"`
 }
 
 // filterConfigAuth reads AI Gateway's filter-config Secret and returns it
@@ -371,32 +375,152 @@ func dataOf(u *unstructured.Unstructured) map[string]any {
 	return m
 }
 
+// A tokenCloud is a cloud whose credential AI Gateway's controller
+// exchanges for an access token, which its ext_proc then sends as a
+// Bearer: GCP (a service account key) and Azure (a service principal's
+// client secret).
+type tokenCloud struct {
+	name        string // GCP, Azure: for messages
+	policyType  string // the BackendSecurityPolicy's type
+	route       string // the ModelRoute
+	secret      string // the control-plane Secret
+	secretData  map[string][]byte
+	backend     map[string]any // the route's one backend
+	issued      func() []harness.IssuedToken
+	identity    string                   // whose tokens count: IssuedToken.Issuer
+	token       func(backendAuth) string // the token in the backend's auth, or ""
+	authProblem func(backendAuth) string // what else is wrong with the auth
+	path        string                   // where the ext_proc sends the request
+	form        string                   // the message's form, for messages
+	dump        string                   // the $CONTROLPLANE_XDS file
+}
+
+// cloudByToken is one tokenCloud end to end: the route RoutingReady, the
+// real AI Gateway accepting its policy, exchanging the credential from
+// the Secret copy at the cloud's stand-in (which grants only that
+// credential) and writing the token it got into the backend's auth in its
+// filter config; and its own ext_proc, on that config, sending the chat
+// completion to the cloud's path in the cloud's form with that token as
+// its Bearer. So the credential that travelled is the one that was
+// exchanged, and the token it got is the one the request carries.
+func (sc *scenarios) cloudByToken(t *testing.T, tc tokenCloud) {
+	c, w := sc.c, sc.w
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: tc.secret, Namespace: harness.TeamControlNS}, Data: tc.secretData}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
+	harness.Must(t, err)
+	c.Create(sc.ctx, harness.GVRSecret, &unstructured.Unstructured{Object: m})
+
+	r := plainRoute(tc.route, "unused.example.com")
+	r.Object["spec"].(map[string]any)["backends"] = []any{tc.backend}
+	backendName := tc.backend["name"].(string)
+	created := time.Now()
+	c.Apply(sc.ctx, r)
+	policy := names.BackendObject(tc.route, backendName)
+	var token string
+	sc.eventually(t, waitRoute, "the "+tc.name+" route RoutingReady, its "+tc.policyType+" policy accepted and an access token in AI Gateway's filter config", func(ctx context.Context) string {
+		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, tc.route)
+		if err != nil {
+			return err.Error()
+		}
+		if st := harness.ConditionStatus(xr, route.ConditionType); st != "True" {
+			return fmt.Sprintf("RoutingReady=%s (%s): %v", st, harness.ConditionReason(xr, route.ConditionType), harness.Condition(xr, route.ConditionType)["message"])
+		}
+		bsp, err := sc.get(ctx, harness.GVRSecPolicy, w.TeamNS, policy)
+		if err != nil {
+			return fmt.Sprintf("the BackendSecurityPolicy %s: %v", policy, err)
+		}
+		if typ, _, _ := unstructured.NestedString(bsp.Object, "spec", "type"); typ != tc.policyType {
+			return fmt.Sprintf("the BackendSecurityPolicy %s is of type %q, want %s", policy, typ, tc.policyType)
+		}
+		if st := harness.ConditionStatus(bsp, "Accepted"); st != "True" {
+			return fmt.Sprintf("the BackendSecurityPolicy %s: Accepted=%q (%v)", policy, st, harness.Condition(bsp, "NotAccepted")["message"])
+		}
+		issued := map[string]bool{}
+		for _, it := range tc.issued() {
+			if it.Issuer == tc.identity {
+				issued[it.Token] = true
+			}
+		}
+		if len(issued) == 0 {
+			return "the " + tc.name + " stand-in has given " + tc.identity + " no token yet"
+		}
+		_, _, problem := sc.filterConfigAuth(ctx, tc.route, backendName, func(a backendAuth) string {
+			if why := tc.authProblem(a); why != "" {
+				return why
+			}
+			if !issued[tc.token(a)] {
+				return "an access token the " + tc.name + " stand-in did not give " + tc.identity
+			}
+			token = tc.token(a)
+			return ""
+		})
+		return problem
+	})
+	t.Logf("scenario 5k: the %s route RoutingReady, its %s policy accepted, the credential exchanged for a token at the %s stand-in and the token in AI Gateway's filter config, %s after the route's creation",
+		tc.name, tc.policyType, tc.name, time.Since(created).Round(time.Second))
+
+	raw, backend, problem := sc.filterConfigAuth(sc.ctx, tc.route, backendName, func(a backendAuth) string {
+		if tc.token(a) != token {
+			return "not the " + tc.name + " token it had"
+		}
+		return ""
+	})
+	if problem != "" {
+		t.Fatalf("scenario 5k: %s", problem)
+	}
+	out, res := sc.throughExtProc(t, raw, backend, sc.routeModel(t, tc.route), nil)
+	h := res.Request.Headers
+	if h["authorization"] != "Bearer "+token {
+		t.Errorf("scenario 5k: the request for %s is not authorized with the token the credential got (authorization starts %.12q)", tc.name, h["authorization"])
+	}
+	if h[":path"] != tc.path {
+		t.Errorf("scenario 5k: the request goes to %q, want %s's %q", h[":path"], tc.name, tc.path)
+	}
+	if !strings.Contains(res.Request.Body, "Say hello.") {
+		t.Errorf("scenario 5k: the body for %s does not carry the message in %s: %s", tc.name, tc.form, res.Request.Body)
+	}
+	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s with the Bearer token the %s credential got", h[":method"], h[":path"], tc.name)
+	// The answer holds the whole header value in base64, the request the
+	// token alone.
+	writeExtProcDump(t, tc.dump, out, map[string]string{"Bearer " + token: "Bearer <redacted>", token: "<redacted>"})
+	sc.noSecretsInObjects(t, "scenario 5k")
+
+	// Leave as found; AI Gateway's token Secret is owned by the policy
+	// (ai-gateway v1.0.0 internal/controller/rotators/common.go,
+	// GetBSPSecretName: ai-eg-bsp-<policy>) and goes with it.
+	for _, a := range []harness.Allowance{
+		{Reason: "scenario 5k deletes its route", Resource: "backendsecuritypolicies", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route", Resource: "secrets", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route: AI Gateway's token Secret goes with the policy", Resource: "secrets", Namespace: w.TeamNS, Name: "ai-eg-bsp-" + policy},
+		{Reason: "scenario 5k deletes its route", Resource: "backends", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its route", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: policy},
+		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: tc.secret},
+	} {
+		w.Allow(a)
+	}
+	sc.deleteRoute(t, tc.route, "scenario 5k deletes its route")
+	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, tc.secret, metav1.DeleteOptions{}))
+}
+
 // The GCP half of scenario 5k: a Vertex AI backend with a service
 // account's JSON key.
 const (
-	vertexRouteName = "vertex-model"
-	vertexBackend   = "vertex"
-	vertexSecret    = "gcp-sa"
-	vertexProject   = "modelplane-test"
-	vertexRegion    = "europe-west4"
-	vertexAccount   = "vertex-invoker@" + vertexProject + ".iam.gserviceaccount.com"
-	vertexModelID   = "gemini-2.0-flash"
+	vertexProject = "modelplane-test"
+	vertexRegion  = "europe-west4"
+	vertexAccount = "vertex-invoker@" + vertexProject + ".iam.gserviceaccount.com"
+	vertexModelID = "gemini-2.0-flash"
 )
 
-// cloudGCP is GCP end to end. The service account's key, made here, names
-// the stand-in of Google's token endpoint in its token_uri (harness
-// GoogleTokens), which answers only a JWT that key signed. The real AI
-// Gateway controller reads the key from the Secret copy, exchanges it for
-// an access token there, and writes the token into its filter config
-// (ai-gateway v1.0.0 internal/controller/backend_security_policy.go,
-// rotateCredential; internal/controller/gateway.go,
-// bspToFilterAPIBackendAuth); its own ext_proc, on that config, sends the
-// chat completion to Vertex AI's generateContent for the project, region
-// and model with that token as its Bearer (internal/backendauth/gcp.go).
-// So the key that travelled is the one that signed, and the token it got
-// is the one the request carries.
+// cloudGCP is GCP end to end (cloudByToken). The service account's key,
+// made here, names the stand-in of Google's token endpoint in its
+// token_uri (harness.GoogleTokens), which answers only a JWT that key
+// signed; AI Gateway's controller exchanges it there (ai-gateway v1.0.0
+// internal/controller/backend_security_policy.go, rotateCredential), and
+// its ext_proc prefixes the translator's generateContent path with the
+// project and region (internal/backendauth/gcp.go, Do;
+// internal/translator/gemini_helper.go, buildGCPModelPathSuffix).
 func (sc *scenarios) cloudGCP(t *testing.T) {
-	c, w := sc.c, sc.w
 	google := sc.s.Up.Google
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	harness.Must(t, err)
@@ -409,114 +533,92 @@ func (sc *scenarios) cloudGCP(t *testing.T) {
 		"client_email": vertexAccount, "client_id": "1", "token_uri": google.URL(),
 	})
 	harness.Must(t, err)
-	w.Forbid("the GCP service account key", base64.StdEncoding.EncodeToString(keyJSON))
-	w.Forbid("the GCP private key", base64.StdEncoding.EncodeToString(der))
-	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: vertexSecret, Namespace: harness.TeamControlNS},
-		Data:       map[string][]byte{"key.json": keyJSON}}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
-	harness.Must(t, err)
-	c.Create(sc.ctx, harness.GVRSecret, &unstructured.Unstructured{Object: m})
-
-	r := plainRoute(vertexRouteName, "unused.example.com")
-	r.Object["spec"].(map[string]any)["backends"] = []any{map[string]any{
-		"name":              vertexBackend,
-		"endpoint":          map[string]any{"hostname": vertexRegion + "-aiplatform.googleapis.com"},
-		"schema":            map[string]any{"name": "GCPVertexAI"},
-		"modelNameOverride": vertexModelID,
-		"credentials": map[string]any{"gcp": map[string]any{
-			"projectName": vertexProject, "region": vertexRegion,
-			"secretRef": map[string]any{"name": vertexSecret, "key": "key.json"},
-		}},
-	}}
-	created := time.Now()
-	c.Apply(sc.ctx, r)
-	policy := names.BackendObject(vertexRouteName, vertexBackend)
-	var token string
-	sc.eventually(t, waitRoute, "the Vertex AI route RoutingReady, its GCPCredentials policy accepted and an access token in AI Gateway's filter config", func(ctx context.Context) string {
-		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, vertexRouteName)
-		if err != nil {
-			return err.Error()
-		}
-		if st := harness.ConditionStatus(xr, route.ConditionType); st != "True" {
-			return fmt.Sprintf("RoutingReady=%s (%s): %v", st, harness.ConditionReason(xr, route.ConditionType), harness.Condition(xr, route.ConditionType)["message"])
-		}
-		bsp, err := sc.get(ctx, harness.GVRSecPolicy, w.TeamNS, policy)
-		if err != nil {
-			return fmt.Sprintf("the BackendSecurityPolicy %s: %v", policy, err)
-		}
-		if st := harness.ConditionStatus(bsp, "Accepted"); st != "True" {
-			return fmt.Sprintf("the BackendSecurityPolicy %s: Accepted=%q (%v)", policy, st, harness.Condition(bsp, "NotAccepted")["message"])
-		}
-		issued := map[string]bool{}
-		for _, it := range google.Issued() {
-			if it.Issuer == vertexAccount {
-				issued[it.Token] = true
+	sc.w.Forbid("the GCP service account key", base64.StdEncoding.EncodeToString(keyJSON))
+	sc.w.Forbid("the GCP private key", base64.StdEncoding.EncodeToString(der))
+	sc.cloudByToken(t, tokenCloud{
+		name: "Vertex AI", policyType: "GCPCredentials", route: "vertex-model",
+		secret: "gcp-sa", secretData: map[string][]byte{"key.json": keyJSON},
+		backend: map[string]any{
+			"name":              "vertex",
+			"endpoint":          map[string]any{"hostname": vertexRegion + "-aiplatform.googleapis.com"},
+			"schema":            map[string]any{"name": "GCPVertexAI"},
+			"modelNameOverride": vertexModelID,
+			"credentials": map[string]any{"gcp": map[string]any{
+				"projectName": vertexProject, "region": vertexRegion,
+				"secretRef": map[string]any{"name": "gcp-sa", "key": "key.json"},
+			}},
+		},
+		issued: google.Issued, identity: vertexAccount,
+		token: func(a backendAuth) string {
+			if a.GCP == nil {
+				return ""
 			}
-		}
-		if len(issued) == 0 {
-			return "the stand-in of Google's token endpoint has given " + vertexAccount + " no token yet"
-		}
-		_, _, problem := sc.filterConfigAuth(ctx, vertexRouteName, vertexBackend, func(a backendAuth) string {
+			return a.GCP.AccessToken
+		},
+		authProblem: func(a backendAuth) string {
 			switch {
 			case a.GCP == nil:
 				return "no GCP auth"
 			case a.GCP.ProjectName != vertexProject || a.GCP.Region != vertexRegion:
 				return fmt.Sprintf("GCP auth for %s/%s, want %s/%s", a.GCP.ProjectName, a.GCP.Region, vertexProject, vertexRegion)
-			case !issued[a.GCP.AccessToken]:
-				return "a GCP access token the token endpoint did not give " + vertexAccount
 			}
-			token = a.GCP.AccessToken
 			return ""
-		})
-		return problem
+		},
+		path: "/v1/projects/" + vertexProject + "/locations/" + vertexRegion + "/publishers/google/models/" + vertexModelID + ":generateContent",
+		form: "Gemini's form", dump: "scenario-cloud-gcp",
 	})
-	t.Logf("scenario 5k: the Vertex AI route RoutingReady, its GCPCredentials policy accepted, the key exchanged for a token at the token endpoint it names and the token in AI Gateway's filter config, %s after the route's creation",
-		time.Since(created).Round(time.Second))
+}
 
-	raw, backend, problem := sc.filterConfigAuth(sc.ctx, vertexRouteName, vertexBackend, func(a backendAuth) string {
-		if a.GCP == nil || a.GCP.AccessToken != token {
-			return "not the GCP token it had"
-		}
-		return ""
+// The Azure half of scenario 5k: an Azure OpenAI backend with a service
+// principal's client secret.
+const (
+	azureTenant     = "modelplane-test.onmicrosoft.com"
+	azureClientID   = "00000000-0000-4000-8000-00000000c0de"
+	azureSecretPart = "controlplane-example-only-azure-client-secret"
+	azureDeployment = "gpt-4o-mini"
+	azureAPIVersion = "2024-10-21"
+)
+
+// cloudAzure is Azure end to end (cloudByToken). AI Gateway's controller
+// asks Microsoft Entra ID for a token with the client secret (ai-gateway
+// v1.0.0 internal/controller/tokenprovider/
+// azure_client_secret_token_provider.go), here the stand-in
+// harness.MicrosoftEntra, which grants one only for that client ID and
+// secret; its ext_proc sends the chat completion to the deployment's
+// chat completions with the schema's api-version
+// (internal/translator/openai_azureopenai.go) and the token as its Bearer
+// (internal/backendauth/azure.go).
+func (sc *scenarios) cloudAzure(t *testing.T) {
+	entra := sc.s.Up.Entra
+	entra.Register(azureTenant, azureClientID, azureSecretPart)
+	sc.w.Forbid("the Azure client secret", base64.StdEncoding.EncodeToString([]byte(azureSecretPart)))
+	sc.cloudByToken(t, tokenCloud{
+		name: "Azure OpenAI", policyType: "AzureCredentials", route: "azure-model",
+		secret: "azure-sp", secretData: map[string][]byte{"client-secret": []byte(azureSecretPart)},
+		backend: map[string]any{
+			"name":              "azure",
+			"endpoint":          map[string]any{"hostname": "modelplane-test.openai.azure.com"},
+			"schema":            map[string]any{"name": "AzureOpenAI", "version": azureAPIVersion},
+			"modelNameOverride": azureDeployment,
+			"credentials": map[string]any{"azure": map[string]any{
+				"clientID": azureClientID, "tenantID": azureTenant,
+				"clientSecretRef": map[string]any{"name": "azure-sp", "key": "client-secret"},
+			}},
+		},
+		issued: entra.Issued, identity: azureClientID,
+		token: func(a backendAuth) string {
+			if a.Azure == nil {
+				return ""
+			}
+			return a.Azure.AccessToken
+		},
+		authProblem: func(a backendAuth) string {
+			if a.Azure == nil {
+				return "no Azure auth"
+			}
+			return ""
+		},
+		path: "/openai/deployments/" + azureDeployment + "/chat/completions?api-version=" + azureAPIVersion,
+		form: "OpenAI's form", dump: "scenario-cloud-azure",
 	})
-	if problem != "" {
-		t.Fatalf("scenario 5k: %s", problem)
-	}
-	model := sc.routeModel(t, vertexRouteName)
-	out, res := sc.throughExtProc(t, raw, backend, model, nil)
-	h := res.Request.Headers
-	if h["authorization"] != "Bearer "+token {
-		t.Errorf("scenario 5k: the request for Vertex AI is not authorized with the token the key got (authorization starts %.12q)", h["authorization"])
-	}
-	// The ext_proc prefixes the translator's generateContent path with
-	// the project and region (ai-gateway v1.0.0 internal/backendauth/
-	// gcp.go, Do; internal/translator/gemini_helper.go,
-	// buildGCPModelPathSuffix).
-	if want := "/v1/projects/" + vertexProject + "/locations/" + vertexRegion + "/publishers/google/models/" + vertexModelID + ":generateContent"; h[":path"] != want {
-		t.Errorf("scenario 5k: the request goes to %q, want Vertex AI's %q", h[":path"], want)
-	}
-	if !strings.Contains(res.Request.Body, `"text":"Say hello."`) {
-		t.Errorf("scenario 5k: the body for Vertex AI is not the message in Gemini's form: %s", res.Request.Body)
-	}
-	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s with the Bearer token the service account's key got", h[":method"], h[":path"])
-	// The answer holds the whole header value in base64, the request the
-	// token alone.
-	writeExtProcDump(t, "scenario-cloud-gcp", out, map[string]string{"Bearer " + token: "Bearer <redacted>", token: "<redacted>"})
-	sc.noSecretsInObjects(t, "scenario 5k")
-
-	// Leave as found; AI Gateway's token Secret is owned by the policy
-	// (rotators.GetBSPSecretName: ai-eg-bsp-<policy>) and goes with it.
-	for _, a := range []harness.Allowance{
-		{Reason: "scenario 5k deletes its route", Resource: "backendsecuritypolicies", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route", Resource: "secrets", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route: AI Gateway's token Secret goes with the policy", Resource: "secrets", Namespace: w.TeamNS, Name: "ai-eg-bsp-" + policy},
-		{Reason: "scenario 5k deletes its route", Resource: "backends", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: vertexSecret},
-	} {
-		w.Allow(a)
-	}
-	sc.deleteRoute(t, vertexRouteName, "scenario 5k deletes its route")
-	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, vertexSecret, metav1.DeleteOptions{}))
 }

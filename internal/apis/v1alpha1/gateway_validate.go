@@ -69,26 +69,8 @@ func (s *InferenceGatewaySpec) validateEnvoy() error {
 			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.drainTimeout %q is not a duration from 1s to 1h; set one such as the default %s", *d, DefaultDrainTimeout)
 		}
 	}
-	if n := s.Envoy.ServiceAccountName; n != nil {
-		if errs := validation.IsDNS1123Subdomain(*n); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountName %q is not a ServiceAccount name: %s", *n, strings.Join(errs, "; "))
-		}
-	}
-	if a := s.Envoy.ServiceAccountAnnotations; len(a) > 0 {
-		if len(a) > MaxServiceAccountAnnotations {
-			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations has %d annotations; Gateway API allows at most %d on a Gateway's infrastructure", len(a), MaxServiceAccountAnnotations)
-		}
-		// What the API server checks of any object's annotations, and
-		// Gateway API's limit on one value (gateway-api v1.5.1
-		// apis/v1/shared_types.go, AnnotationValue).
-		if errs := apivalidation.ValidateAnnotations(a, field.NewPath("spec", "envoy", "serviceAccountAnnotations")); len(errs) > 0 {
-			return errors.Errorf("cannot compose InferenceGateway: %s", errs.ToAggregate())
-		}
-		for _, k := range slices.Sorted(maps.Keys(a)) {
-			if len(a[k]) > 4096 {
-				return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations[%s] is %d characters; Gateway API allows at most 4096", k, len(a[k]))
-			}
-		}
+	if err := s.Envoy.validateServiceAccount(); err != nil {
+		return err
 	}
 	if sp := s.Envoy.Spread; sp != nil && sp.WhenUnsatisfiable != "" {
 		switch corev1.UnsatisfiableConstraintAction(sp.WhenUnsatisfiable) {
@@ -186,6 +168,33 @@ func validateRetryOn(r *RetryOn) error {
 		// Envoy Gateway's HTTPStatus (api/v1alpha1/shared_types.go).
 		if c < 100 || c > 599 {
 			return errors.Errorf("cannot compose InferenceGateway: spec.failover.retryOn.httpStatusCodes[%d] is %d; use an HTTP status from 100 to 599, such as 429 or 503", i, c)
+		}
+	}
+	return nil
+}
+
+// validateServiceAccount checks the Envoy pods' ServiceAccount: a name
+// Kubernetes takes, and annotations it and Gateway API take.
+func (e *Envoy) validateServiceAccount() error {
+	if n := e.ServiceAccountName; n != nil {
+		if errs := validation.IsDNS1123Subdomain(*n); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountName %q is not a ServiceAccount name: %s", *n, strings.Join(errs, "; "))
+		}
+	}
+	if a := e.ServiceAccountAnnotations; len(a) > 0 {
+		if len(a) > MaxServiceAccountAnnotations {
+			return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations has %d annotations; Gateway API allows at most %d on a Gateway's infrastructure", len(a), MaxServiceAccountAnnotations)
+		}
+		// What the API server checks of any object's annotations, and
+		// Gateway API's limit on one value (gateway-api v1.5.1
+		// apis/v1/shared_types.go, AnnotationValue).
+		if errs := apivalidation.ValidateAnnotations(a, field.NewPath("spec", "envoy", "serviceAccountAnnotations")); len(errs) > 0 {
+			return errors.Errorf("cannot compose InferenceGateway: %s", errs.ToAggregate())
+		}
+		for _, k := range slices.Sorted(maps.Keys(a)) {
+			if len(a[k]) > 4096 {
+				return errors.Errorf("cannot compose InferenceGateway: spec.envoy.serviceAccountAnnotations[%s] is %d characters; Gateway API allows at most 4096", k, len(a[k]))
+			}
 		}
 	}
 	return nil

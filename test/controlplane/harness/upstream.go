@@ -116,6 +116,9 @@ type Upstream struct {
 	// Google is the stand-in of Google's token endpoint, which AI
 	// Gateway's controller may dial (tokens.go).
 	Google *GoogleTokens
+	// Entra is the stand-in of Microsoft Entra ID, the proxy AI
+	// Gateway's controller reaches Azure through (entra.go).
+	Entra *MicrosoftEntra
 }
 
 // startUpstream installs and starts AI Gateway, then Envoy Gateway, and
@@ -125,6 +128,7 @@ func (c *Cluster) startUpstream(ctx context.Context) *Upstream {
 	c.tb.Helper()
 	u := &Upstream{extensionPort: c.Procs.FreePort(), webhookPort: c.Procs.FreePort()}
 	u.Google = startGoogleTokens(c.tb, c.Procs.FreePort())
+	u.Entra = c.startMicrosoftEntra(c.tb, c.Procs.FreePort())
 	c.Namespace(ctx, aiGatewayNS)
 	u.aigwCerts = c.ca.writeDir(c.tb, filepath.Join(c.Dir, "ai-gateway-certs"), c.ca.server(c.tb, "ai-gateway-controller"))
 	c.installPodWebhook(ctx, u.webhookPort)
@@ -170,7 +174,10 @@ func (c *Cluster) StartAIGateway(ctx context.Context, u *Upstream, image string)
 	u.AIGWImage = image
 	u.AIGW = c.Procs.startIsolated("ai-gateway", []string{
 		"KUBECONFIG=" + c.Kubeconfig, "POD_NAMESPACE=" + aiGatewayNS, "DISABLE_PPROF=true",
-	}, isolation{Outbound: []int{c.apiPort, u.Google.port}, Inbound: []int{u.webhookPort, u.extensionPort}},
+		// Azure's token requests go through the Entra stand-in, whose
+		// certificate the test CA signs.
+		"AI_GATEWAY_AZURE_PROXY_URL=" + u.Entra.ProxyURL(), "SSL_CERT_FILE=" + u.Entra.caFile,
+	}, isolation{Outbound: []int{c.apiPort, u.Google.port, u.Entra.proxyPort}, Inbound: []int{u.webhookPort, u.extensionPort}},
 		c.Bins[toolAIGateway.Name],
 		"-enableLeaderElection=false",
 		"-envoyGatewayNamespace="+EnvoyGatewayNS,
