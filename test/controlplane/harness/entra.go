@@ -115,7 +115,7 @@ func (e *MicrosoftEntra) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	// Bytes the client sent after its CONNECT, already buffered.
 	if n := buf.Reader.Buffered(); n > 0 {
-		b, _ := buf.Reader.Peek(n)
+		b, _ := buf.Peek(n)
 		_, _ = up.Write(b)
 	}
 	go func() { _, _ = io.Copy(up, down); _ = up.Close() }()
