@@ -113,6 +113,13 @@ func (o Observed) finalized() bool {
 	return len(md.GetFields()["finalizers"].GetListValue().GetValues()) > 0
 }
 
+// deleting reports whether the Object is being deleted: it has a
+// deletionTimestamp.
+func (o Observed) deleting() bool {
+	md := o.object.GetFields()["metadata"].GetStructValue()
+	return md.GetFields()["deletionTimestamp"].GetStringValue() != ""
+}
+
 // createSucceeded is the annotation crossplane-runtime's managed
 // reconciler writes on the Object once its external create succeeded
 // (crossplane-runtime v2.4.0 pkg/meta/meta.go,

@@ -279,8 +279,23 @@ type CopyState struct {
 }
 
 // CopyStateIn reads the CopyState of the observed Object under name.
+//
+// An Object being deleted has come nowhere: Crossplane may observe it,
+// references and all, after it stopped desiring it and while the provider
+// still removes its remote object (crossplane-runtime v2.4.0
+// pkg/reconciler/managed/reconciler.go: the finalizer goes only after the
+// external delete). Should the function desire it again then, as when a
+// gateway's caller auth is turned off and on at once, Crossplane applies
+// it only once the old one is gone, which creates it anew, and
+// provider-kubernetes writes the values the references resolve to back
+// into the new Object when it adds its finalizer (crossplane-runtime
+// v2.4.0 managed reconciler, AddFinalizer): the leak MayReference exists
+// to prevent. So it is composed without references, as a new Object is.
 func CopyStateIn(obs map[string]Observed, name string) CopyState {
 	o, ok := obs[name]
+	if ok && o.deleting() {
+		return CopyState{}
+	}
 	return CopyState{
 		MayReference: ok && (o.hasReferences() || (o.finalized() && (o.Reported() || o.created()))),
 		Delivered:    ok && o.hasReferences() && o.Reported() && o.syncedNow(),

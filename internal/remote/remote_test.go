@@ -2,6 +2,7 @@ package remote
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -145,6 +146,43 @@ func TestLookups(t *testing.T) {
 				}
 			}
 			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCopyStateIn(t *testing.T) {
+	const referencing = `{"metadata":{"finalizers":["finalizer.managedresource.crossplane.io"]%s},` +
+		`"spec":{"references":[{"patchesFrom":{"apiVersion":"v1","kind":"Secret","name":"s","fieldPath":"data.k"}}]}}`
+	read := func(extra string) Observed {
+		o, err := Read(mustStruct(t, fmt.Sprintf(referencing, extra)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	cases := map[string]struct {
+		reason string
+		obs    map[string]Observed
+		want   CopyState
+	}{
+		"NotObserved": {
+			reason: "An Object not observed yet may not carry references: it would be created with them.",
+		},
+		"Referencing": {
+			reason: "An Object that carries its references keeps them.",
+			obs:    map[string]Observed{"copy": read("")},
+			want:   CopyState{MayReference: true},
+		},
+		"BeingDeleted": {
+			reason: "An Object being deleted is composed as a new one: desired again, it is created anew, and with references the provider would write the values into it.",
+			obs:    map[string]Observed{"copy": read(`,"deletionTimestamp":"2026-12-08T01:01:37Z"`)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, CopyStateIn(tc.obs, "copy")); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
