@@ -35,6 +35,13 @@ var invariantBreaks = []invariantBreak{{
 	new:      `return route + "-" + backend, true`,
 	caughtBy: "invariant 2:",
 }, {
+	name:     "access-policy-one-name",
+	what:     "every route's access SecurityPolicy under one name in the team namespace",
+	file:     "internal/names/names.go",
+	old:      "return Child(route, accessPolicySuffix)",
+	new:      "return accessPolicySuffix",
+	caughtBy: "invariant 2:",
+}, {
 	name:     "model-any-namespace",
 	what:     "a route may serve a model name in any namespace's space",
 	file:     "internal/apis/v1alpha1/model_names.go",

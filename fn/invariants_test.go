@@ -51,7 +51,7 @@ import (
 // certificate from a CA Secret of every shape, model-name grants) and up
 // to four ModelRoutes in two namespaces, with route and backend names
 // chosen to collide under naive naming, API keys, CAs in ConfigMaps and
-// Secrets, prefixes and model names good and bad; each reconciled twice,
+// Secrets, prefixes and model names good and bad, and spec.access; each reconciled twice,
 // the second time with the first one's Objects applied, as
 // provider-kubernetes reports them.
 
@@ -183,6 +183,9 @@ func newInvariantWorld(data []byte) invariantWorld {
 	w.gateway = gatewayXR(spec)
 	served := gatewayXR(spec)
 	served["status"] = obj{"address": "203.0.113.10", "conditions": []any{obj{"type": "GatewayReady", "status": "True", "reason": "Serving", "message": "serving"}}}
+	if _, ok := spec["auth"]; ok {
+		served["status"].(obj)["auth"] = obj{"method": "APIKey", "clientIDs": []any{"client-0-0", "client-0-1"}}
+	}
 
 	for range 1 + s.intn(4) {
 		ns := pick("ml-team", "ml-team", "other-team")
@@ -224,6 +227,14 @@ func newInvariantWorld(data []byte) invariantWorld {
 		xr["metadata"] = obj{"name": name, "namespace": ns}
 		if m := pick("", "", ns+"/m", "other-team/m", "ml-team/m", "gpt-4o", "m\r\nx-ai-eg-model: x"); m != "" {
 			xr["spec"].(obj)["model"] = m
+		}
+		// Every route but q on a gateway with callers restricts them, one
+		// of them unknown: its SecurityPolicy's name must meet no other
+		// route's. Chosen from what the world has, so the seeds keep
+		// their worlds; on an open gateway such a route would compose
+		// nothing (AccessNotEnforceable), and hide what the seeds test.
+		if _, auth := spec["auth"]; auth && name != "q" {
+			xr["spec"].(obj)["access"] = obj{"callers": []any{"client-0-0", "client-9"}}
 		}
 		w.routes = append(w.routes, invariantRoute{xr: xr, required: req})
 	}

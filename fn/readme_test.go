@@ -29,7 +29,7 @@ func TestREADMEConditions(t *testing.T) {
 			gatewayready.ReasonReady, gatewayready.ReasonClusterAlreadyHasGateway, gatewayready.ReasonWaitingForPreviousGateway, gatewayready.ReasonTLSSecretMissing, gatewayready.ReasonClientCertificateNotReady, gatewayready.ReasonCallerSecretsMissing, gatewayready.ReasonNotProgrammed, gatewayready.ReasonListenersNotProgrammed, gatewayready.ReasonAnchorNotAccepted, gatewayready.ReasonClientPolicyNotAccepted, gatewayready.ReasonTrafficPolicyNotAccepted, gatewayready.ReasonCallerAuthNotAccepted, gatewayready.ReasonDeploymentNotObserved,
 			gatewayready.ReasonGenerationNotObserved, gatewayready.ReasonExtProcMarkerMissing, gatewayready.ReasonOldReplicasPresent, gatewayready.ReasonNoReplicaAvailable,
 		},
-		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted},
+		route.ConditionType: {route.ReasonAccepted, route.ReasonWaitingForGateway, route.ReasonGatewayNotReporting, route.ReasonGatewayLostCluster, route.ReasonGatewayStatusStale, route.ReasonNoUsableBackends, route.ReasonWaitingForCredentials, route.ReasonWaitingForBackends, route.ReasonWaitingForRoute, route.ReasonHTTPRouteNotAccepted, route.ReasonWaitingForAccessPolicy, route.ReasonAccessPolicyNotAccepted, route.ReasonAccessNotEnforceable},
 	}
 	for typ, rs := range reasons {
 		for _, r := range rs {

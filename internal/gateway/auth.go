@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"slices"
+
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"k8s.io/utils/ptr"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -88,7 +90,14 @@ func (b builder) authStatus(c callers) *v1alpha1.AuthStatus {
 	for _, s := range c.inUse() {
 		st.Secrets = append(st.Secrets, s.name)
 		st.Clients += s.clients
+		st.ClientIDs = append(st.ClientIDs, s.ids...)
 	}
+	// A client ID in two Secrets is one caller (Envoy Gateway takes the
+	// first Secret's key: callers.go, checkKeys): listed once. The data
+	// keys only, which name callers: ModelRoutes check spec.access
+	// against them.
+	slices.Sort(st.ClientIDs)
+	st.ClientIDs = slices.Compact(st.ClientIDs)
 	return st
 }
 

@@ -160,10 +160,21 @@ type RouteView struct {
 	// serve model names that start with no namespace
 	// (spec.modelNames.unprefixedNamespaces; v1alpha1.ModelRefusal).
 	UnprefixedModelNamespaces []string
+
+	// AuthMethod is the caller authentication the gateway reports in
+	// status.auth.method: v1alpha1.AuthMethodAPIKey, None, or "" before
+	// its first reconcile. A ModelRoute's spec.access is enforced only
+	// with APIKey, which sets the caller header it matches.
+	AuthMethod string
+	// ClientIDs are the client IDs of the caller Secrets the gateway uses
+	// (status.auth.clientIDs), sorted.
+	ClientIDs []string
 }
 
 // ReadRouteView reads the fields of an InferenceGateway's spec that a
-// ModelRoute uses, and only those. It does not apply the gateway's own rules
+// ModelRoute uses, and only those, and its status.auth: what the gateway
+// reports it enforces, rather than what its spec asks, which its last
+// reconcile may not have composed. It does not apply the gateway's own rules
 // (readSpec): a gateway whose spec breaks one of them, or a rule made
 // stricter by a new version of the function, stops that gateway's reconcile,
 // not every ModelRoute on it, whose RoutingReady follows GatewayReady anyway.
@@ -197,6 +208,14 @@ func ReadRouteView(xr map[string]any) (RouteView, error) {
 		_, v.ClientCertificate = bt["clientCertificate"].(map[string]any)
 	default:
 		return RouteView{}, errors.Errorf("cannot read the InferenceGateway: spec.backendTLS is a %T, but must be an object; fix spec.backendTLS", bt)
+	}
+	// The function writes status.auth; anything else there reads as not
+	// reported, which a route with spec.access treats as no caller auth.
+	st := struct {
+		Auth *v1alpha1.AuthStatus `json:"auth"`
+	}{}
+	if decode.Into("the InferenceGateway", "status", xr["status"], &st) == nil && st.Auth != nil {
+		v.AuthMethod, v.ClientIDs = st.Auth.Method, st.Auth.ClientIDs
 	}
 	return v, nil
 }

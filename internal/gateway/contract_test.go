@@ -11,6 +11,7 @@ func TestReadRouteView(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		spec    map[string]any
+		status  map[string]any
 		want    RouteView
 		wantErr string
 	}{
@@ -39,6 +40,24 @@ func TestReadRouteView(t *testing.T) {
 			spec:   map[string]any{"providerConfigName": "p", "backendTLS": map[string]any{"clientCertificate": map[string]any{"issuerRef": map[string]any{"name": "ca"}}}},
 			want:   RouteView{ProviderConfigName: "p", ClientCertificate: true},
 		},
+		"CallerAuth": {
+			reason: "status.auth: the method the gateway enforces and its client IDs, for spec.access; never its spec.auth.",
+			spec:   map[string]any{"providerConfigName": "p", "auth": map[string]any{"apiKey": map[string]any{}}},
+			status: map[string]any{"auth": map[string]any{"method": "APIKey", "secrets": []any{"s"}, "clients": 2.0, "clientIDs": []any{"a", "b"}}},
+			want:   RouteView{ProviderConfigName: "p", AuthMethod: "APIKey", ClientIDs: []string{"a", "b"}},
+		},
+		"CallerAuthOpen": {
+			reason: "An open gateway says None.",
+			spec:   map[string]any{"providerConfigName": "p"},
+			status: map[string]any{"auth": map[string]any{"method": "None"}},
+			want:   RouteView{ProviderConfigName: "p", AuthMethod: "None"},
+		},
+		"CallerAuthUnreadable": {
+			reason: "A status.auth of another shape reads as not reported, not as an error: the route's spec.access says so.",
+			spec:   map[string]any{"providerConfigName": "p"},
+			status: map[string]any{"auth": "APIKey"},
+			want:   RouteView{ProviderConfigName: "p"},
+		},
 		"BackendTLSNotObject": {
 			reason:  "spec.backendTLS that is not an object says nothing of the client certificate.",
 			spec:    map[string]any{"providerConfigName": "p", "backendTLS": "yes"},
@@ -57,7 +76,7 @@ func TestReadRouteView(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ReadRouteView(map[string]any{"spec": tc.spec})
+			got, err := ReadRouteView(map[string]any{"spec": tc.spec, "status": tc.status})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("%s\nReadRouteView(...): want an error containing %q, got %v", tc.reason, tc.wantErr, err)

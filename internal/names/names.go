@@ -114,6 +114,10 @@ const (
 	// <gateway>-https-redirect.
 	RedirectSuffix = "https-redirect"
 
+	// accessPolicySuffix names a ModelRoute's access SecurityPolicy:
+	// <route>-access.
+	accessPolicySuffix = "access"
+
 	// HealthPath is the path the health check answers on.
 	HealthPath = "/healthz"
 
@@ -192,6 +196,16 @@ func CallerPolicy(gatewayName string) string {
 // copied from the control-plane Secret secret.
 func CallerSecret(gatewayName, secret string) string {
 	return Child(CallerPolicy(gatewayName), secret)
+}
+
+// AccessPolicy is the name of the SecurityPolicy that restricts the
+// ModelRoute route to its spec.access callers, in its team namespace.
+// The only SecurityPolicies there are the routes' own, and no two routes'
+// names meet: <route>-access is one route's alone, and a name past 63
+// characters ends in Child's hash, never in "-access" (whose "s" is no
+// hex digit).
+func AccessPolicy(route string) string {
+	return Child(route, accessPolicySuffix)
 }
 
 // TeamNamespace is the namespace on the gateway cluster that holds the

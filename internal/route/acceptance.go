@@ -99,11 +99,7 @@ func httpRouteServed(req compose.Request, p *compose.Problems, gw *gateway.Route
 		return false, nil
 	}
 	in := req.Input
-	section := ""
-	if gw != nil {
-		section = listenerOf(gw)
-	}
-	conds, reported, err := upstream.RouteParentConditions(o.LiveAt("status"), in.GatewayNamespace, in.GatewayName, section)
+	conds, reported, err := upstream.RouteParentConditions(o.LiveAt("status"), in.GatewayNamespace, in.GatewayName, judgedListener(gw))
 	if err != nil {
 		return false, errors.Wrap(err, "cannot read the observed HTTPRoute")
 	}
@@ -123,4 +119,14 @@ func httpRouteServed(req compose.Request, p *compose.Problems, gw *gateway.Route
 		}
 	}
 	return true, nil
+}
+
+// judgedListener is the listener of the gateway gw whose verdicts Envoy
+// Gateway writes on the route's objects are read, or "" for the first of
+// any listener while the gateway is not known.
+func judgedListener(gw *gateway.RouteView) string {
+	if gw == nil {
+		return ""
+	}
+	return listenerOf(gw)
 }

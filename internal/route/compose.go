@@ -1,6 +1,8 @@
 package route
 
 import (
+	"slices"
+
 	"github.com/crossplane/function-sdk-go/errors"
 
 	"github.com/modelplaneai/function-inference-gateway/internal/apis/v1alpha1"
@@ -47,19 +49,19 @@ func (r Composer) Compose(req compose.Request) (*compose.Result, error) {
 
 	gw := readGateway(req)
 	if why := refusedModel(model, ns, spec.GatewayName, gw.spec); why != "" {
-		refuseModel(req, res, model, why)
+		refuse(req, res, model, ReasonModelNameRefused, why, ResourceRoute)
+		return res, nil
+	}
+	if reason, why := accessRefusal(spec, spec.GatewayName, gw.spec); reason != "" {
+		refuse(req, res, model, reason, why)
 		return res, nil
 	}
 	gw.judge(&p)
 	bs := readBackends(req, spec, name, inRoute, spec.GatewayName, gw.spec)
-	res.Warnings = bs.warnings
+	res.Warnings = slices.Concat(bs.warnings, unknownCallers(spec, spec.GatewayName, gw.spec))
 	refs, tiers := bs.tiers()
 	bs.judge(&p, len(spec.Backends))
-	accepted, err := routeAccepted(req, &p)
-	if err != nil {
-		return nil, err
-	}
-	served, err := httpRouteServed(req, &p, gw.spec)
+	accepted, served, enforced, err := judgeServing(req, &p, spec, name, gw.spec)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +71,7 @@ func (r Composer) Compose(req compose.Request) (*compose.Result, error) {
 	if gw.spec != nil {
 		b := newBuilder(req, spec, gw.spec, name, ns)
 		b.compose(res, model, refs, bs, accepted, served)
+		b.composeAccess(res, enforced)
 	}
 
 	c := routingReady(&p, model, len(bs.usable), len(spec.Backends), len(tiers))
@@ -79,6 +82,22 @@ func (r Composer) Compose(req compose.Request) (*compose.Result, error) {
 	res.Evidence = gw.evidence()
 	res.Status = &v1alpha1.ModelRouteStatus{Model: model, Address: gw.address, Backends: &v1alpha1.BackendsStatus{Total: len(spec.Backends), Usable: len(bs.usable), Tiers: tiers}, NotReadySince: since, FollowedGateway: gw.followed}
 	return res, nil
+}
+
+// judgeServing reads the upstream verdicts on the route's objects on the
+// gateway cluster, and adds to p why each is not given: whether AI
+// Gateway accepted the AIGatewayRoute (routeAccepted), Envoy Gateway the
+// HTTPRoute AI Gateway generated (httpRouteServed), and whether it
+// enforces the access SecurityPolicy (accessEnforced).
+func judgeServing(req compose.Request, p *compose.Problems, spec *v1alpha1.ModelRouteSpec, name string, gw *gateway.RouteView) (accepted, served, enforced bool, err error) {
+	if accepted, err = routeAccepted(req, p); err != nil {
+		return false, false, false, err
+	}
+	if served, err = httpRouteServed(req, p, gw); err != nil {
+		return false, false, false, err
+	}
+	enforced, err = accessEnforced(req, p, spec, name, gw)
+	return accepted, served, enforced, err
 }
 
 // refusedModel says why the route in namespace ns may not serve model
@@ -96,22 +115,25 @@ func refusedModel(model, ns, gateway string, gw *gateway.RouteView) string {
 	return v1alpha1.ModelRefusal(model, ns, gateway, granted)
 }
 
-// refuseModel makes res the answer for a route that may not serve its
-// model name: its AIGatewayRoute is not composed, so a route that served
-// the name before stops serving it (the name is another team's), and
-// nothing else is composed or changed: every other observed object is
-// carried forward as it is, until the spec or the gateway's grant is
-// fixed. RoutingReady says why and how to fix it.
-func refuseModel(req compose.Request, res *compose.Result, model, why string) {
+// refuse makes res the answer for a route whose spec its gateway cannot
+// serve as written: nothing is composed or changed, and every observed
+// object but those in drop is carried forward as it is, until the spec or
+// the gateway is fixed. RoutingReady says why (reason, why) and how to fix
+// it. A route that may not serve its model name drops its AIGatewayRoute,
+// so a route that served the name before stops serving it (the name is
+// another team's); one whose spec.access the gateway cannot enforce drops
+// nothing (accessRefusal).
+func refuse(req compose.Request, res *compose.Result, model, reason, why string, drop ...string) {
 	res.Resources = map[string]compose.Desired{}
-	res.Implied = compose.KeepObserved(req, ResourceRoute)
+	res.Implied = compose.KeepObserved(req, drop...)
 	var p compose.Problems
-	p.Add(ReasonModelNameRefused, why)
+	p.Add(reason, why)
 	c := p.Condition(ConditionType, ReasonAccepted, "")
 	res.Conditions = []compose.Condition{c}
 	since := compose.NotReadySince(req.Composite, c, req.Now, true)
 	// Only a change of the spec, which wakes the route, or of the
-	// gateway's grant, which does not, can lift the refusal.
+	// gateway's grant or caller authentication, which does not, can lift
+	// the refusal.
 	res.RequeueAfter = WatchedGatewayRequeue
 	res.Status = &v1alpha1.ModelRouteStatus{Model: model, NotReadySince: since}
 }

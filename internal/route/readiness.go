@@ -44,6 +44,17 @@ const (
 	// ReasonHTTPRouteNotAccepted: Envoy Gateway has not accepted the
 	// HTTPRoute AI Gateway generated, or cannot resolve its backends.
 	ReasonHTTPRouteNotAccepted = "HTTPRouteNotAccepted"
+	// ReasonWaitingForAccessPolicy: Envoy Gateway has not judged the
+	// SecurityPolicy that restricts the model to spec.access.callers yet.
+	ReasonWaitingForAccessPolicy = "WaitingForAccessPolicy"
+	// ReasonAccessPolicyNotAccepted: Envoy Gateway refuses that
+	// SecurityPolicy, or does not merge it into the gateway's caller
+	// authentication, so spec.access is not enforced as written.
+	ReasonAccessPolicyNotAccepted = "AccessPolicyNotAccepted"
+	// ReasonAccessNotEnforceable: spec.access is set, and the
+	// InferenceGateway does not authenticate callers. Nothing new is
+	// composed, and nothing composed is dropped (accessRefusal).
+	ReasonAccessNotEnforceable = "AccessNotEnforceable"
 	// ReasonModelNameRefused: spec.model is in another namespace's space
 	// of model names, or starts with no namespace on a gateway that does
 	// not grant such names to the route's namespace

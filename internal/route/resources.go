@@ -31,6 +31,9 @@ const (
 	// control-plane Secrets and ConfigMaps the route copies (sources),
 	// whose changes wake the ModelRoute.
 	ResourceSources = "sources"
+	// ResourceAccess is the SecurityPolicy that restricts the model to
+	// spec.access.callers (access.go).
+	ResourceAccess = "access"
 
 	prefixBackend    = "backend-"
 	prefixAIBackend  = "aibackend-"
@@ -58,6 +61,9 @@ func implied(s *v1alpha1.ModelRouteSpec, in *v1beta1.Input, inRoute map[string]b
 	hr, ok := observed[ResourceHTTPRoute]
 	known := !ok || hr.Live() && upstream.RouteJudged(hr.LiveAt("status"), in.GatewayNamespace, in.GatewayName, hr.LiveGeneration())
 	out := map[string]bool{ResourceNamespace: true, ResourceRoute: true, ResourceHTTPRoute: true, ResourceGatewayStatus: true}
+	if s.Access != nil {
+		out[ResourceAccess] = true
+	}
 	for _, b := range s.Backends {
 		k := place(route, b.Name).key
 		out[prefixBackend+k] = true

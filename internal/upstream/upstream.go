@@ -138,20 +138,40 @@ func RouteAccepted(status any) (*metav1.Condition, error) {
 // PolicyStatus, apis/v1/policy_types.go), or nil if it wrote none for that
 // Gateway. status is the policy's, as decode.Into takes it.
 func PolicyAccepted(status any, ns, name string) (*metav1.Condition, error) {
+	conds, _, err := PolicyAncestorConditions(status, ns, name, "")
+	if err != nil {
+		return nil, err
+	}
+	return meta.FindStatusCondition(conds, string(gwapiv1.PolicyConditionAccepted)), nil
+}
+
+// PolicyAncestorConditions returns the conditions Envoy Gateway wrote in a
+// policy's status.ancestors for the Gateway ns/name and, unless
+// sectionName is empty, that listener, and whether it wrote any. A policy
+// on a route has the route's Gateway and listener as its ancestor, and
+// with mergeType one entry per listener (gateway v1.8.3
+// internal/gatewayapi/securitypolicy.go, processSecurityPolicyForRoute;
+// helpers.go, getAncestorRefForPolicy). status is the policy's, as
+// decode.Into takes it.
+func PolicyAncestorConditions(status any, ns, name, sectionName string) ([]metav1.Condition, bool, error) {
 	st := &gwapiv1.PolicyStatus{}
 	if err := decode.Into("the policy", "status", status, st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, a := range st.Ancestors {
 		r := a.AncestorRef
 		if r.Kind != nil && *r.Kind != "Gateway" {
 			continue
 		}
-		if string(r.Name) == name && (r.Namespace == nil || string(*r.Namespace) == ns) {
-			return meta.FindStatusCondition(a.Conditions, string(gwapiv1.PolicyConditionAccepted)), nil
+		if string(r.Name) != name || r.Namespace != nil && string(*r.Namespace) != ns {
+			continue
 		}
+		if sectionName != "" && (r.SectionName == nil || string(*r.SectionName) != sectionName) {
+			continue
+		}
+		return a.Conditions, true, nil
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 // RouteJudged reports whether Envoy Gateway has judged the HTTPRoute at

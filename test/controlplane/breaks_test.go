@@ -390,6 +390,20 @@ var breaks = []deliberateBreak{{
 	// connection manager's filter order.
 	caughtBy:  headerToMetadataFilter + " at 0, want after " + apiKeyAuthFilter,
 	scenarios: "^(1-2_|5c_)",
+}, {
+	name: "access-merge-dropped",
+	what: "the access SecurityPolicy composed without mergeType, so that on the restricted model's route it replaces the " +
+		"Gateway's caller-auth policy instead of being merged into it: Envoy then checks no key there and denies every caller",
+	file: "internal/route/access.go",
+	edits: []edit{{
+		old: "\t\t\tMergeType: ptr.To(egv1a1.StrategicMerge),\n",
+		new: "",
+	}},
+	// Scenario 5c3's xDS, read once Envoy Gateway accepted the policy
+	// (it accepts one without mergeType too): api_key_auth on every
+	// model route. 5c2 first, for Envoy Gateway with rate limiting.
+	caughtBy:  "no " + apiKeyAuthFilter + " config",
+	scenarios: "^(1-2_|5c2_|5c3_)",
 }}
 
 // breakControllers returns pair with AI Gateway's controller broken, when

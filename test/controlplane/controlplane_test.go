@@ -136,6 +136,7 @@ func TestControlPlane(t *testing.T) {
 		{"5b3_BackendRenamed", sc.backendRenamed},
 		{"5c_CallerAuth", sc.callerAuth},
 		{"5c2_TokenBudgets", sc.tokenBudgets},
+		{"5c3_CallerAccess", sc.callerAccess},
 		{"5d_FrontDoorAndSecondGateway", sc.secondGateway},
 		{"5e_EnvoySettingChanged", sc.envoySettingChanged},
 		{"5f_TLS", sc.tlsScenario},

@@ -66,9 +66,7 @@ func (sc *scenarios) tokenBudgets(t *testing.T) {
 	callers := map[string]any{"alice": key("alice"), "bob": key("bob"), ciCaller: key(ciCaller)}
 	copyName := names.CallerSecret(harness.GatewayXRName, callersSecret)
 	sc.putCallers(t, callersSecret, callers)
-	budgets := fmt.Sprintf(`[{"tokens":"Total","limit":%d,"per":"Hour","callers":[{"name":%q,"limit":%d}]},{"tokens":"Output","limit":%d,"per":"Day","scope":"AllModels"}]`,
-		budgetPerModel, ciCaller, budgetCI, budgetAllModels)
-	sc.patchGateway(t, `{"spec":{"auth":{"method":"APIKey","apiKey":{"secretSelector":{"matchLabels":{"`+callersLabel+`":"`+callersLabelTrue+`"}}}},"budgets":`+budgets+`}}`)
+	sc.patchGateway(t, `{"spec":{"auth":{"method":"APIKey","apiKey":{"secretSelector":{"matchLabels":{"`+callersLabel+`":"`+callersLabelTrue+`"}}}},"budgets":`+budgetsJSON()+`}}`)
 
 	// Without a rate-limit backend Envoy Gateway refuses the policy
 	// (gateway v1.8.3 internal/gatewayapi/backendtrafficpolicy.go,
@@ -123,6 +121,17 @@ func (sc *scenarios) tokenBudgets(t *testing.T) {
 	// Budgets and caller auth off again, as the scenarios after this one
 	// expect; Envoy Gateway keeps rate limiting enabled, as a platform
 	// that uses budgets runs it.
+	sc.authAndBudgetsOff(t, copyName)
+	sc.noDeletions(t)
+	w.Check(t)
+}
+
+// authAndBudgetsOff turns caller auth and budgets off, deletes the
+// callers' Secret, and returns once the gateway is open again, the route
+// RoutingReady and Envoy told to check no key and limit nothing.
+func (sc *scenarios) authAndBudgetsOff(t *testing.T, copyName string) {
+	t.Helper()
+	c, w := sc.c, sc.w
 	w.Allow(harness.Allowance{Reason: "spec.auth removed: the caller-auth policy goes", Resource: "securitypolicies", Namespace: harness.GatewayNS, Name: names.CallerPolicy(harness.GatewayXRName)})
 	w.Allow(harness.Allowance{Reason: "spec.auth removed: the callers' copy goes", Resource: "secrets", Namespace: harness.GatewayNS, Name: copyName})
 	for _, r := range []string{gateway.ResourceCallerAuth, gateway.PrefixCallerSecret + callersSecret} {
@@ -148,14 +157,12 @@ func (sc *scenarios) tokenBudgets(t *testing.T) {
 		}
 		return sc.trafficPolicyAccepted(ctx)
 	})
-	w.Allow(harness.Allowance{Reason: "scenario 5c2 deletes its callers' Secret", Resource: "secrets", Namespace: harness.ObjectNS, Name: callersSecret})
+	w.Allow(harness.Allowance{Reason: "caller auth off: its callers' Secret is deleted", Resource: "secrets", Namespace: harness.ObjectNS, Name: callersSecret})
 	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.ObjectNS).Delete(sc.ctx, callersSecret, metav1.DeleteOptions{}))
 	sc.eventually(t, waitRoute, "RoutingReady=True", func(ctx context.Context) string {
 		return wantCondition(sc.routeXR(ctx), "RoutingReady", "True")
 	})
 	sc.readXDS(t, "scenario-budgets-off", all(checkNoCallerAuth, checkNoBudgets))
-	sc.noDeletions(t)
-	w.Check(t)
 }
 
 // trafficPolicyAccepted returns "" once Envoy Gateway has accepted the

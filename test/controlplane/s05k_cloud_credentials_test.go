@@ -276,7 +276,7 @@ func (sc *scenarios) routeModel(t *testing.T, route string) string {
 	harness.Must(t, err)
 	model, _, _ := unstructured.NestedString(xr.Object, "status", "model")
 	if model == "" {
-		t.Fatalf("scenario 5k: the ModelRoute %s has no status.model", route)
+		t.Fatalf("the ModelRoute %s has no status.model", route)
 	}
 	return model
 }

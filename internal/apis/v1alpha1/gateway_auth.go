@@ -51,6 +51,11 @@ type SecretSelector struct {
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
+// clientIDErrors says why id cannot be a client ID, or nothing: a client
+// ID is a data key of a callers' Secret, wherever the spec names one
+// (spec.budgets[].callers[].name, a ModelRoute's spec.access.callers).
+func clientIDErrors(id string) []string { return validation.IsConfigMapKey(id) }
+
 // AuthEnabled reports whether callers must authenticate.
 func (s *InferenceGatewaySpec) AuthEnabled() bool { return s.Auth != nil }
 

@@ -3,8 +3,6 @@ package v1alpha1
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/crossplane/function-sdk-go/errors"
 )
 
@@ -170,8 +168,7 @@ func validateCallerBudgets(i int, cs []CallerBudget) error {
 	}
 	seen := make(map[string]bool, len(cs))
 	for j, c := range cs {
-		// A client ID is a Secret's data key.
-		if errs := validation.IsConfigMapKey(c.Name); len(errs) > 0 {
+		if errs := clientIDErrors(c.Name); len(errs) > 0 {
 			return errors.Errorf("cannot compose InferenceGateway: spec.budgets[%d].callers[%d].name %q is not a client ID (%s); name a data key of a callers' Secret", i, j, c.Name, strings.Join(errs, "; "))
 		}
 		// The list is a map keyed by name (+listType=map): the API server

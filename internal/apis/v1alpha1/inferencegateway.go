@@ -231,4 +231,9 @@ type AuthStatus struct {
 	// How many client IDs those Secrets hold.
 	// +optional
 	Clients int `json:"clients,omitempty"`
+	// The client IDs those Secrets hold, sorted: their data keys, never
+	// their values. A ModelRoute's spec.access names callers from them.
+	// +optional
+	// +listType=set
+	ClientIDs []string `json:"clientIDs,omitempty"`
 }

@@ -85,6 +85,10 @@ type ModelRouteSpec struct {
 	Backends []Backend `json:"backends,omitempty"`
 	// The request's timeouts.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// Which callers may use the model. Without it, every caller the
+	// InferenceGateway authenticates may; with it, only those listed, and
+	// the InferenceGateway must have spec.auth.
+	Access *Access `json:"access,omitempty"`
 }
 
 // Timeouts of a request.

@@ -119,6 +119,20 @@ func TestModelRouteBounds(t *testing.T) {
 		"RequestTimeoutOK":         {set: map[string]any{"timeouts.request": "1h30m"}, goOK: true, schemaOK: true},
 		"RequestTimeoutNotPattern": {set: map[string]any{"timeouts.request": "10 minutes"}},
 		"RequestTimeoutGoOnly":     {set: map[string]any{"timeouts.request": "1.5m"}},
+
+		"AccessOne":              {set: map[string]any{"access.callers": []any{"ci-pipeline"}}, goOK: true, schemaOK: true},
+		"AccessNoCallers":        {set: map[string]any{"access": map[string]any{}}},
+		"AccessCallersEmpty":     {set: map[string]any{"access.callers": []any{}}},
+		"AccessCallersMax":       {set: map[string]any{"access.callers": clientIDs(v1alpha1.MaxAccessCallers)}, goOK: true, schemaOK: true},
+		"AccessCallersOverMax":   {set: map[string]any{"access.callers": clientIDs(v1alpha1.MaxAccessCallers + 1)}},
+		"AccessCallerDuplicate":  {set: map[string]any{"access.callers": []any{"a", "b", "a"}}},
+		"AccessCallerEmpty":      {set: map[string]any{"access.callers": []any{""}}},
+		"AccessCallerSpace":      {set: map[string]any{"access.callers": []any{"team a"}}},
+		"AccessCallerSlash":      {set: map[string]any{"access.callers": []any{"team/a"}}},
+		"AccessCallerPunctuated": {set: map[string]any{"access.callers": []any{"Team_a.ci-1"}}, goOK: true, schemaOK: true},
+		"AccessCallerMax":        {set: map[string]any{"access.callers": []any{long(253)}}, goOK: true, schemaOK: true},
+		"AccessCallerTooLong":    {set: map[string]any{"access.callers": []any{long(254)}}},
+		"AccessCallerDot":        {set: map[string]any{"access.callers": []any{"."}}, schemaOK: true, why: goRange},
 	}
 	checkBounds(t, "route", v1alpha1.KindModelRoute, base, func(b []byte) error {
 		s := &v1alpha1.ModelRouteSpec{}
@@ -127,4 +141,13 @@ func TestModelRouteBounds(t *testing.T) {
 		}
 		return s.Validate()
 	}, rows)
+}
+
+// clientIDs are n distinct client IDs.
+func clientIDs(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("caller-%d", i)
+	}
+	return out
 }

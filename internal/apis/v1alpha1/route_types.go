@@ -324,3 +324,26 @@ func (b Backend) CredentialSecret() (CredentialSource, bool) {
 // Authenticated reports whether the backend has an API key or cloud
 // credentials, and so a BackendSecurityPolicy.
 func (b Backend) Authenticated() bool { return b.APIKey != nil || b.Credentials != nil }
+
+// MaxAccessCallers is the most callers spec.access.callers may list:
+// Envoy Gateway takes at most 256 values in an authorization rule's header
+// match (gateway v1.8.3 api/v1alpha1/authorization_types.go,
+// AuthorizationHeaderMatch.Values MaxItems=256).
+const MaxAccessCallers = 256
+
+// Access says which of the InferenceGateway's authenticated callers may
+// use the model.
+type Access struct {
+	// The client IDs that may call the model: data keys of the
+	// InferenceGateway's callers' Secrets, each once. Every other caller,
+	// authenticated or not, is refused: 401 without a valid key, 403 with
+	// one.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +listType=set
+	Callers []string `json:"callers,omitempty"`
+}

@@ -52,6 +52,35 @@ func (s *ModelRouteSpec) Validate() error {
 	if s.Timeouts != nil && s.Timeouts.Request != "" && !gatewayDuration.MatchString(s.Timeouts.Request) {
 		return bad("spec.timeouts.request %q is not a Gateway API duration; use a form such as 600s, 10m or 1h30m", s.Timeouts.Request)
 	}
+	if err := s.Access.validate(); err != nil {
+		return bad("%s", err.Error())
+	}
+	return nil
+}
+
+// validate checks spec.access; nil is every authenticated caller.
+func (a *Access) validate() error {
+	if a == nil {
+		return nil
+	}
+	switch n := len(a.Callers); {
+	case n == 0:
+		return errors.New("spec.access.callers is empty; list the client IDs that may call the model, or remove spec.access to let every authenticated caller call it")
+	case n > MaxAccessCallers:
+		return errors.Errorf("spec.access.callers has %d client IDs; list at most %d, the most values Envoy Gateway matches in one authorization rule", n, MaxAccessCallers)
+	}
+	seen := make(map[string]int, len(a.Callers))
+	for i, id := range a.Callers {
+		if errs := clientIDErrors(id); len(errs) > 0 {
+			return errors.Errorf("spec.access.callers[%d] %q is not a client ID (%s); name a data key of one of the InferenceGateway's callers' Secrets", i, id, strings.Join(errs, "; "))
+		}
+		// The list is a set (+listType=set): the API server refuses a
+		// client ID twice.
+		if j, dup := seen[id]; dup {
+			return errors.Errorf("spec.access.callers[%d] %q is also spec.access.callers[%d]; list each client ID once", i, id, j)
+		}
+		seen[id] = i
+	}
 	return nil
 }
 
