@@ -51,9 +51,9 @@ import (
 // certificate from a CA Secret of every shape, model-name grants) and up
 // to four ModelRoutes in two namespaces, with route and backend names
 // chosen to collide under naive naming, API keys, CAs in ConfigMaps and
-// Secrets, prefixes and model names good and bad, and spec.access; each reconciled twice,
-// the second time with the first one's Objects applied, as
-// provider-kubernetes reports them.
+// Secrets, cloud credentials, prefixes and model names good and bad, and
+// spec.access; each reconciled twice, the second time with the first
+// one's Objects applied, as provider-kubernetes reports them.
 
 // invariantKeys are the key material of the worlds: made once per process.
 var invariantKeys = sync.OnceValue(func() (k struct{ caCrt, caKey, otherKey, tlsCrt, tlsKey string }) {
@@ -217,6 +217,10 @@ func newInvariantWorld(data []byte) invariantWorld {
 			case 2:
 				be["endpoint"].(obj)["tlsConfig"] = obj{"caRef": obj{"kind": "Secret", "name": "ca-" + bn}}
 				req["ca-secret-ca-"+bn] = []obj{{"apiVersion": "v1", "kind": "Secret", "metadata": obj{"name": "ca-" + bn, "namespace": ns, "resourceVersion": "4"}, "data": obj{"ca.crt": b64(k.caCrt + k.caKey)}}}
+			default:
+				if v := withCloud(be, bn, ns, req); v != "" {
+					w.secrets = append(w.secrets, v)
+				}
 			}
 			if s.intn(4) == 0 {
 				be["schema"].(obj)["prefix"] = pick("/v1", "v1", "/api/v1", "https://user:pass@example.com/v1", "/v1\r\nx-injected: 1")
@@ -242,6 +246,42 @@ func newInvariantWorld(data []byte) invariantWorld {
 		w.forms = append(w.forms, leakForms(sec)...)
 	}
 	return w
+}
+
+// withCloud gives a backend with neither key nor CA of its own the cloud
+// credentials its name calls for, with the Secret Crossplane fetches for
+// them in req, and returns the secret value that Secret holds ("" for
+// none): x signs for AWS with a credentials file, c with the pods' own
+// identity, vllm authenticates to GCP with a service account key, b-c-d to
+// Azure with a client secret. No fuzz byte decides it, so every seed keeps
+// the world it had.
+func withCloud(be obj, bn, ns string, req map[string][]obj) string {
+	secret := fmt.Sprintf("cloud-%s-%s-never-publish", ns, bn)
+	var creds obj
+	var data obj
+	switch bn {
+	case "x":
+		be["schema"] = obj{"name": "AWSBedrock"}
+		creds = obj{"aws": obj{"region": "eu-west-1", "secretRef": obj{"name": "cloud-" + bn, "key": "credentials"}}}
+		data = obj{"credentials": b64("[default]\naws_access_key_id = AKIAFUZZ\naws_secret_access_key = " + secret + "\n")}
+	case "c":
+		be["schema"] = obj{"name": "AWSBedrock"}
+		be["credentials"] = obj{"aws": obj{"region": "us-east-1"}}
+		return ""
+	case "vllm":
+		be["schema"] = obj{"name": "GCPVertexAI"}
+		creds = obj{"gcp": obj{"projectName": "p", "region": "europe-west4", "secretRef": obj{"name": "cloud-" + bn, "key": "key.json"}}}
+		data = obj{"key.json": b64(`{"type":"service_account","private_key":"` + secret + `"}`)}
+	case "b-c-d":
+		be["schema"] = obj{"name": "AzureOpenAI", "version": "2024-10-21"}
+		creds = obj{"azure": obj{"clientID": "app", "tenantID": "tenant", "clientSecretRef": obj{"name": "cloud-" + bn, "key": "client-secret"}}}
+		data = obj{"client-secret": b64(secret)}
+	default:
+		return ""
+	}
+	be["credentials"] = creds
+	req["secret-cloud-"+bn] = []obj{{"apiVersion": "v1", "kind": "Secret", "metadata": obj{"name": "cloud-" + bn, "namespace": ns, "resourceVersion": "5"}, "data": data}}
+	return secret
 }
 
 // reconcile runs req as a served function would, twice on fresh functions
