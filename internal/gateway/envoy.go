@@ -51,11 +51,12 @@ func (b builder) spread() []corev1.TopologySpreadConstraint {
 
 // serviceAccount names the ServiceAccount the Envoy pods run as, when
 // spec.envoy.serviceAccountName sets one. Envoy Gateway server-side
-// applies a ServiceAccount of that name in the gateway namespace, owned by
-// the Gateway, and runs the pods as it (gateway v1.8.3
-// api/v1alpha1/envoyproxy_types.go, EnvoyServiceAccount;
+// applies a ServiceAccount of that name where it runs the Envoy pods, its
+// own namespace (b.in.EnvoyGatewayNamespace, where the Envoy Deployment
+// is observed), runs the pods as it, and deletes it with the Envoy infra
+// (gateway v1.8.3 api/v1alpha1/envoyproxy_types.go, EnvoyServiceAccount;
 // internal/infrastructure/kubernetes/proxy/resource_provider.go,
-// serviceAccountName and ServiceAccount).
+// serviceAccountName and ServiceAccount; infra.go, delete).
 func (b builder) serviceAccount() *egv1a1.KubernetesServiceAccountSpec {
 	if b.spec.Envoy == nil || b.spec.Envoy.ServiceAccountName == nil {
 		return nil

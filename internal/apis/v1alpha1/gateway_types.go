@@ -199,7 +199,8 @@ type Envoy struct {
 	// The ServiceAccount the Envoy pods run as, which a cloud's workload
 	// identity binds a role to (EKS Pod Identity by its name; IRSA and GKE
 	// Workload Identity by its annotations, below). Envoy Gateway creates
-	// it in the gateway namespace and deletes it with the gateway; unset,
+	// it beside the Envoy pods, in its own namespace, and deletes it with
+	// the gateway's Envoy; unset,
 	// the Envoy pods run as the one Envoy Gateway names after them.
 	// Changing it rolls the Envoy pods once.
 	// +kubebuilder:validation:MinLength=1
