@@ -33,55 +33,72 @@ import (
 	"github.com/modelplaneai/function-inference-gateway/test/controlplane/harness"
 )
 
-// Scenario 5k: a backend of Amazon Bedrock, signed with an AWS credentials
-// file from a control-plane Secret.
-const (
-	cloudRouteName  = "cloud-model"
-	cloudBackend    = "bedrock"
-	cloudSecret     = "aws-creds"
-	cloudKeyID      = "AKIACONTROLPLANE0001"
-	cloudSecretPart = "controlplane-example-only-aws-secret"
-	cloudRegion     = "eu-west-1"
-	// cloudModelID is the Bedrock model the backend is sent, as AWS names
-	// it: the ext_proc puts it in the Converse path.
-	cloudModelID = "anthropic.claude-3-haiku-20240307-v1:0"
-)
-
-// cloudCredentials is scenario 5k: the real AI Gateway accepts the
-// AWSCredentials BackendSecurityPolicy the route composes, and writes the
-// credentials file, with the region, into the backend's auth in its
-// filter-config Secret, from which its ext_proc signs (ai-gateway v1.0.0
-// internal/controller/gateway.go, bspToFilterAPIBackendAuth;
-// internal/filterapi/filterconfig.go, AWSAuth). The secret access key is
-// in no Object, XR or event.
+// cloudCredentials is scenario 5k: one backend of each cloud, its
+// credential from a control-plane Secret, proven end to end through the
+// real AI Gateway v1.0.0 and its own ext_proc (cloudEndToEnd): AWS signed
+// with SigV4 by a credentials file, GCP and Azure with the token the
+// controller gets for a service account key and a client secret. No
+// credential is in any Object, XR or event.
 func (sc *scenarios) cloudCredentials(t *testing.T) {
+	sc.cloudAWS(t)
+	sc.cloudGCP(t)
+	sc.cloudAzure(t)
+}
+
+// A cloudCase is one backend of a cloud, its credential from a
+// control-plane Secret, and what proves it.
+type cloudCase struct {
+	name       string // the cloud's service, for messages
+	policyType string // the BackendSecurityPolicy's type
+	route      string // the ModelRoute
+	secret     string // the control-plane Secret
+	// copyKey is the key of the Secret's one value, and the key AI Gateway
+	// reads in the copy on the gateway cluster.
+	secretKey, copyKey string
+	secretValue        []byte
+	backend            map[string]any // the route's one backend
+	// auth says what is wrong with the backend's auth in AI Gateway's
+	// filter config, or "".
+	auth func(backendAuth) string
+	// tokenSecret: AI Gateway keeps the token it got in a Secret of its
+	// own, owned by the policy (ai-gateway v1.0.0
+	// internal/controller/rotators/common.go, GetBSPSecretName:
+	// ai-eg-bsp-<policy>), which goes with it.
+	tokenSecret bool
+	// verifyAWS, when set, are the credentials xds-reader checks the
+	// request's SigV4 signature against.
+	verifyAWS map[string]string
+	// proof checks the request AI Gateway's ext_proc hands back for the
+	// route's model, and returns the values its dump must not show, with
+	// what replaces them.
+	proof func(t *testing.T, res extProcResult, model string) map[string]string
+	dump  string // the $CONTROLPLANE_XDS file
+}
+
+// cloudEndToEnd is one cloudCase: the route RoutingReady, the real AI
+// Gateway accepting its policy and writing the backend's auth into its
+// filter config (ai-gateway v1.0.0 internal/controller/gateway.go,
+// bspToFilterAPIBackendAuth), the copy on the gateway cluster holding the
+// credential under the key AI Gateway reads; then AI Gateway's own ext_proc
+// on that filter config (throughExtProc) handing back the request the
+// case's proof checks.
+func (sc *scenarios) cloudEndToEnd(t *testing.T, cc cloudCase) {
 	c, w := sc.c, sc.w
-	file := "[default]\naws_access_key_id = " + cloudKeyID + "\naws_secret_access_key = " + cloudSecretPart + "\n"
-	// The world looks for them in every Object, XR and event it observes.
-	w.Forbid("the AWS credentials file", base64.StdEncoding.EncodeToString([]byte(file)))
-	w.Forbid("the AWS secret access key", base64.StdEncoding.EncodeToString([]byte(cloudSecretPart)))
 	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: cloudSecret, Namespace: harness.TeamControlNS},
-		Data:       map[string][]byte{"credentials": []byte(file)}}
+		ObjectMeta: metav1.ObjectMeta{Name: cc.secret, Namespace: harness.TeamControlNS},
+		Data:       map[string][]byte{cc.secretKey: cc.secretValue}}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
 	harness.Must(t, err)
 	c.Create(sc.ctx, harness.GVRSecret, &unstructured.Unstructured{Object: m})
 
-	r := plainRoute(cloudRouteName, "unused.example.com")
-	r.Object["spec"].(map[string]any)["backends"] = []any{map[string]any{
-		"name":              cloudBackend,
-		"endpoint":          map[string]any{"hostname": "bedrock-runtime." + cloudRegion + ".amazonaws.com"},
-		"schema":            map[string]any{"name": "AWSBedrock"},
-		"modelNameOverride": cloudModelID,
-		"credentials": map[string]any{"aws": map[string]any{
-			"region": cloudRegion, "secretRef": map[string]any{"name": cloudSecret, "key": "credentials"},
-		}},
-	}}
+	r := plainRoute(cc.route, "unused.example.com")
+	r.Object["spec"].(map[string]any)["backends"] = []any{cc.backend}
+	backendName := cc.backend["name"].(string)
 	created := time.Now()
 	c.Apply(sc.ctx, r)
-	policy := names.BackendObject(cloudRouteName, cloudBackend)
-	sc.eventually(t, waitRoute, "the Bedrock route RoutingReady, its AWSCredentials policy accepted and the credentials in AI Gateway's filter config", func(ctx context.Context) string {
-		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, cloudRouteName)
+	policy := names.BackendObject(cc.route, backendName)
+	sc.eventually(t, waitRoute, "the "+cc.name+" route RoutingReady, its "+cc.policyType+" policy accepted and its auth in AI Gateway's filter config", func(ctx context.Context) string {
+		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, cc.route)
 		if err != nil {
 			return err.Error()
 		}
@@ -92,62 +109,146 @@ func (sc *scenarios) cloudCredentials(t *testing.T) {
 		if err != nil {
 			return fmt.Sprintf("the BackendSecurityPolicy %s: %v", policy, err)
 		}
-		if typ, _, _ := unstructured.NestedString(bsp.Object, "spec", "type"); typ != "AWSCredentials" {
-			return fmt.Sprintf("the BackendSecurityPolicy %s is of type %q, want AWSCredentials", policy, typ)
+		if typ, _, _ := unstructured.NestedString(bsp.Object, "spec", "type"); typ != cc.policyType {
+			return fmt.Sprintf("the BackendSecurityPolicy %s is of type %q, want %s", policy, typ, cc.policyType)
 		}
 		// AI Gateway's condition types are Accepted and NotAccepted
 		// (ai-gateway v1.0.0 api/v1beta1/status.go).
 		if st := harness.ConditionStatus(bsp, "Accepted"); st != "True" {
 			return fmt.Sprintf("the BackendSecurityPolicy %s: Accepted=%q (%v)", policy, st, harness.Condition(bsp, "NotAccepted")["message"])
 		}
-		return sc.filterConfigHasAWS(ctx)
+		_, _, problem := sc.filterConfigAuth(ctx, cc.route, backendName, cc.auth)
+		return problem
 	})
-	t.Logf("scenario 5k: the Bedrock route RoutingReady, its AWSCredentials policy accepted by AI Gateway and the credentials file with region %s in its filter config, %s after the route's creation",
-		cloudRegion, time.Since(created).Round(time.Second))
+	t.Logf("scenario 5k: the %s route RoutingReady, its %s policy accepted and its auth in AI Gateway's filter config %s after the route's creation",
+		cc.name, cc.policyType, time.Since(created).Round(time.Second))
 
-	// The copy on the gateway cluster holds the file under credentials,
-	// where AI Gateway reads it; no Object, XR or event holds it.
 	cp, err := sc.get(sc.ctx, harness.GVRSecret, w.TeamNS, policy)
 	harness.Must(t, err)
-	if got, _, _ := unstructured.NestedString(cp.Object, "data", "credentials"); got != base64.StdEncoding.EncodeToString([]byte(file)) {
-		t.Errorf("the Secret copy %s/%s does not hold the control plane's credentials file under credentials (keys: %v)", w.TeamNS, policy, slices.Sorted(maps.Keys(dataOf(cp))))
+	if got, _, _ := unstructured.NestedString(cp.Object, "data", cc.copyKey); got != base64.StdEncoding.EncodeToString(cc.secretValue) {
+		t.Errorf("the Secret copy %s/%s does not hold the control plane's credential under %s (keys: %v)", w.TeamNS, policy, cc.copyKey, slices.Sorted(maps.Keys(dataOf(cp))))
 	}
 	sc.noSecretsInObjects(t, "scenario 5k")
-	sc.signedThroughExtProc(t)
+
+	raw, backend, problem := sc.filterConfigAuth(sc.ctx, cc.route, backendName, cc.auth)
+	if problem != "" {
+		t.Fatalf("scenario 5k: %s", problem)
+	}
+	model := sc.routeModel(t, cc.route)
+	out, res := sc.throughExtProc(t, raw, backend, model, cc.verifyAWS)
+	w.Mu.Lock()
+	for _, v := range w.Secrets {
+		if strings.Contains(string(out), v.Value) {
+			t.Errorf("scenario 5k: what AI Gateway's ext_proc handed back for %s holds %s", cc.name, v.What)
+		}
+	}
+	w.Mu.Unlock()
+	writeExtProcDump(t, cc.dump, out, cc.proof(t, res, model))
 
 	// Leave as found.
-	for _, a := range []harness.Allowance{
+	allow := []harness.Allowance{
 		{Reason: "scenario 5k deletes its route", Resource: "backendsecuritypolicies", Namespace: w.TeamNS, Name: policy},
 		{Reason: "scenario 5k deletes its route", Resource: "secrets", Namespace: w.TeamNS, Name: policy},
 		{Reason: "scenario 5k deletes its route", Resource: "backends", Namespace: w.TeamNS, Name: policy},
 		{Reason: "scenario 5k deletes its route", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: cloudSecret},
-	} {
+		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: cc.secret},
+	}
+	if cc.tokenSecret {
+		allow = append(allow, harness.Allowance{Reason: "scenario 5k deletes its route: AI Gateway's token Secret goes with the policy", Resource: "secrets", Namespace: w.TeamNS, Name: "ai-eg-bsp-" + policy})
+	}
+	for _, a := range allow {
 		w.Allow(a)
 	}
-	sc.deleteRoute(t, cloudRouteName, "scenario 5k deletes its route")
-	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, cloudSecret, metav1.DeleteOptions{}))
-
-	sc.cloudGCP(t)
-	sc.cloudAzure(t)
+	sc.deleteRoute(t, cc.route, "scenario 5k deletes its route")
+	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, cc.secret, metav1.DeleteOptions{}))
 }
 
-// filterConfigHasAWS returns "" when AI Gateway's filter-config Secret
-// gives the Bedrock backend AWS auth for cloudRegion whose credentials
-// file names cloudKeyID. It never prints the file.
-func (sc *scenarios) filterConfigHasAWS(ctx context.Context) string {
-	_, _, problem := sc.filterConfigAuth(ctx, cloudRouteName, cloudBackend, func(a backendAuth) string {
-		switch {
-		case a.AWS == nil:
-			return "no AWS auth"
-		case a.AWS.Region != cloudRegion:
-			return fmt.Sprintf("AWS auth for region %q, want %q", a.AWS.Region, cloudRegion)
-		case !strings.Contains(a.AWS.CredentialFileLiteral, "aws_access_key_id = "+cloudKeyID):
-			return "a credentials file without the key id " + cloudKeyID
-		}
-		return ""
+// The AWS part of scenario 5k: an Amazon Bedrock backend with an AWS
+// credentials file.
+const (
+	cloudKeyID      = "AKIACONTROLPLANE0001"
+	cloudSecretPart = "controlplane-example-only-aws-secret"
+	cloudRegion     = "eu-west-1"
+	// cloudModelID is the Bedrock model the backend is sent, as AWS names
+	// it: the ext_proc puts it in the Converse path.
+	cloudModelID = "anthropic.claude-3-haiku-20240307-v1:0"
+)
+
+// cloudAWS is AWS end to end (cloudEndToEnd). AI Gateway writes the
+// credentials file, with the region, into the backend's auth
+// (internal/filterapi/filterconfig.go, AWSAuth); its ext_proc must hand
+// back the request for Bedrock signed with SigV4 by the Secret's key id,
+// for eu-west-1 and the bedrock service, dated by its x-amz-date, and
+// xds-reader, signing that request anew with the Secret's key pair, must
+// get the same signature: the secret key that travelled signed it.
+func (sc *scenarios) cloudAWS(t *testing.T) {
+	file := "[default]\naws_access_key_id = " + cloudKeyID + "\naws_secret_access_key = " + cloudSecretPart + "\n"
+	// The world looks for them in every Object, XR and event it observes.
+	sc.w.Forbid("the AWS credentials file", base64.StdEncoding.EncodeToString([]byte(file)))
+	sc.w.Forbid("the AWS secret access key", base64.StdEncoding.EncodeToString([]byte(cloudSecretPart)))
+	sc.cloudEndToEnd(t, cloudCase{
+		name: "Bedrock", policyType: "AWSCredentials", route: "cloud-model",
+		secret: "aws-creds", secretKey: "credentials", copyKey: "credentials", secretValue: []byte(file),
+		backend: map[string]any{
+			"name":              "bedrock",
+			"endpoint":          map[string]any{"hostname": "bedrock-runtime." + cloudRegion + ".amazonaws.com"},
+			"schema":            map[string]any{"name": "AWSBedrock"},
+			"modelNameOverride": cloudModelID,
+			"credentials": map[string]any{"aws": map[string]any{
+				"region": cloudRegion, "secretRef": map[string]any{"name": "aws-creds", "key": "credentials"},
+			}},
+		},
+		auth: func(a backendAuth) string {
+			switch {
+			case a.AWS == nil:
+				return "no AWS auth"
+			case a.AWS.Region != cloudRegion:
+				return fmt.Sprintf("AWS auth for region %q, want %q", a.AWS.Region, cloudRegion)
+			case !strings.Contains(a.AWS.CredentialFileLiteral, "aws_access_key_id = "+cloudKeyID):
+				return "a credentials file without the key id " + cloudKeyID
+			}
+			return ""
+		},
+		verifyAWS: map[string]string{"accessKeyID": cloudKeyID, "secretAccessKey": cloudSecretPart, "region": cloudRegion},
+		proof:     signedWithSigV4,
+		dump:      "scenario-cloud-aws",
 	})
-	return problem
+}
+
+// signedWithSigV4 is the AWS proof (cloudAWS).
+func signedWithSigV4(t *testing.T, res extProcResult, model string) map[string]string {
+	t.Helper()
+	h := res.Request.Headers
+	auth := h["authorization"]
+	m := sigV4.FindStringSubmatch(auth)
+	switch {
+	case m == nil:
+		t.Errorf("scenario 5k: the request for Bedrock is not signed with SigV4: authorization %q", redactSignature(auth))
+	case m[1] != cloudKeyID:
+		t.Errorf("scenario 5k: signed with key id %s, want the control-plane Secret's %s", m[1], cloudKeyID)
+	case m[3] != cloudRegion || m[4] != "bedrock":
+		t.Errorf("scenario 5k: signed for %s/%s, want %s/bedrock", m[3], m[4], cloudRegion)
+	case !strings.HasPrefix(h["x-amz-date"], m[2]+"T"):
+		t.Errorf("scenario 5k: signed for the date %s, but x-amz-date is %q", m[2], h["x-amz-date"])
+	}
+	if res.SignatureVerified == nil || !*res.SignatureVerified {
+		t.Errorf("scenario 5k: the signature is not the one the control-plane Secret's key pair makes of the request: %s", redactSignature(res.SignatureProblem))
+	}
+	// AI Gateway translates the chat completion into Bedrock's Converse
+	// API for the backend's model (ai-gateway v1.0.0
+	// internal/translator/openai_awsbedrock.go).
+	if want := "/model/" + url.PathEscape(cloudModelID) + "/converse"; h[":path"] != want {
+		t.Errorf("scenario 5k: the request goes to %q, want Bedrock's Converse path %q", h[":path"], want)
+	}
+	if h["x-ai-eg-model"] != model {
+		t.Errorf("scenario 5k: x-ai-eg-model %q, want the route's model %q", h["x-ai-eg-model"], model)
+	}
+	if !strings.Contains(res.Request.Body, `"text":"Say hello."`) {
+		t.Errorf("scenario 5k: the body for Bedrock is not the message in Converse's form: %s", res.Request.Body)
+	}
+	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s signed %s, x-amz-date %s; the signature is the Secret's key pair's: %v",
+		h[":method"], h[":path"], redactSignature(auth), h["x-amz-date"], res.SignatureVerified != nil && *res.SignatureVerified)
+	return map[string]string{auth: redactSignature(auth)}
 }
 
 // backendAuth is a backend's auth in AI Gateway's filter config
@@ -303,63 +404,6 @@ func writeExtProcDump(t *testing.T, name string, out []byte, secrets map[string]
 // the service it is scoped to.
 var sigV4 = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([A-Z0-9]+)/([0-9]{8})/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$`)
 
-// signedThroughExtProc is the AWS signature end to end, through AI
-// Gateway's own ext_proc on the filter config its controller wrote: the
-// request it hands back for Bedrock must be signed with SigV4 by the key
-// id of the control-plane Secret, for eu-west-1 and the bedrock service,
-// dated by its x-amz-date; and the reader signs that request anew with
-// the Secret's key pair, and the signatures must be the same. What came
-// back, the signature redacted, goes to
-// $CONTROLPLANE_XDS/scenario-cloud-aws.json.
-func (sc *scenarios) signedThroughExtProc(t *testing.T) {
-	t.Helper()
-	raw, backend, problem := sc.filterConfigAuth(sc.ctx, cloudRouteName, cloudBackend, func(a backendAuth) string {
-		if a.AWS == nil {
-			return "no AWS auth"
-		}
-		return ""
-	})
-	if problem != "" {
-		t.Fatalf("scenario 5k: %s", problem)
-	}
-	model := sc.routeModel(t, cloudRouteName)
-	out, res := sc.throughExtProc(t, raw, backend, model, map[string]string{"accessKeyID": cloudKeyID, "secretAccessKey": cloudSecretPart, "region": cloudRegion})
-	if strings.Contains(string(out), cloudSecretPart) {
-		t.Fatal("scenario 5k: the ext_proc's answer holds the AWS secret access key")
-	}
-	h := res.Request.Headers
-	auth := h["authorization"]
-	m := sigV4.FindStringSubmatch(auth)
-	switch {
-	case m == nil:
-		t.Errorf("scenario 5k: the request for Bedrock is not signed with SigV4: authorization %q", redactSignature(auth))
-	case m[1] != cloudKeyID:
-		t.Errorf("scenario 5k: signed with key id %s, want the control-plane Secret's %s", m[1], cloudKeyID)
-	case m[3] != cloudRegion || m[4] != "bedrock":
-		t.Errorf("scenario 5k: signed for %s/%s, want %s/bedrock", m[3], m[4], cloudRegion)
-	case !strings.HasPrefix(h["x-amz-date"], m[2]+"T"):
-		t.Errorf("scenario 5k: signed for the date %s, but x-amz-date is %q", m[2], h["x-amz-date"])
-	}
-	if res.SignatureVerified == nil || !*res.SignatureVerified {
-		t.Errorf("scenario 5k: the signature is not the one the control-plane Secret's key pair makes of the request: %s", redactSignature(res.SignatureProblem))
-	}
-	// AI Gateway translates the chat completion into Bedrock's Converse
-	// API for the backend's model (ai-gateway v1.0.0
-	// internal/translator/openai_awsbedrock.go).
-	if want := "/model/" + url.PathEscape(cloudModelID) + "/converse"; h[":path"] != want {
-		t.Errorf("scenario 5k: the request goes to %q, want Bedrock's Converse path %q", h[":path"], want)
-	}
-	if h["x-ai-eg-model"] != model {
-		t.Errorf("scenario 5k: x-ai-eg-model %q, want the route's model %q", h["x-ai-eg-model"], model)
-	}
-	if !strings.Contains(res.Request.Body, `"text":"Say hello."`) {
-		t.Errorf("scenario 5k: the body for Bedrock is not the message in Converse's form: %s", res.Request.Body)
-	}
-	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s signed %s, x-amz-date %s; the signature is the Secret's key pair's: %v",
-		h[":method"], h[":path"], redactSignature(auth), h["x-amz-date"], res.SignatureVerified != nil && *res.SignatureVerified)
-	writeExtProcDump(t, "scenario-cloud-aws", out, map[string]string{auth: redactSignature(auth)})
-}
-
 // signatureValue is the signature of a SigV4 Authorization.
 var signatureValue = regexp.MustCompile(`Signature=[0-9a-f]{64}`)
 
@@ -375,132 +419,32 @@ func dataOf(u *unstructured.Unstructured) map[string]any {
 	return m
 }
 
-// A tokenCloud is a cloud whose credential AI Gateway's controller
-// exchanges for an access token, which its ext_proc then sends as a
-// Bearer: GCP (a service account key) and Azure (a service principal's
-// client secret).
-type tokenCloud struct {
-	name        string // GCP, Azure: for messages
-	policyType  string // the BackendSecurityPolicy's type
-	route       string // the ModelRoute
-	secret      string // the control-plane Secret
-	secretData  map[string][]byte
-	backend     map[string]any // the route's one backend
-	issued      func() []harness.IssuedToken
-	identity    string                   // whose tokens count: IssuedToken.Issuer
-	token       func(backendAuth) string // the token in the backend's auth, or ""
-	authProblem func(backendAuth) string // what else is wrong with the auth
-	path        string                   // where the ext_proc sends the request
-	form        string                   // the message's form, for messages
-	dump        string                   // the $CONTROLPLANE_XDS file
+// bearer is the proof of a cloud whose ext_proc sends the token AI
+// Gateway's controller got for the credential (*token, which the case's
+// auth keeps) as the request's Bearer, to path, the message in form.
+func bearer(name string, token *string, path, form string) func(*testing.T, extProcResult, string) map[string]string {
+	return func(t *testing.T, res extProcResult, _ string) map[string]string {
+		t.Helper()
+		h := res.Request.Headers
+		if h["authorization"] != "Bearer "+*token {
+			t.Errorf("scenario 5k: the request for %s is not authorized with the token the credential got (authorization starts %.12q)", name, h["authorization"])
+		}
+		if h[":path"] != path {
+			t.Errorf("scenario 5k: the request goes to %q, want %s's %q", h[":path"], name, path)
+		}
+		if !strings.Contains(res.Request.Body, "Say hello.") {
+			t.Errorf("scenario 5k: the body for %s does not carry the message in %s: %s", name, form, res.Request.Body)
+		}
+		t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s with the Bearer token the %s credential got", h[":method"], h[":path"], name)
+		// The answer holds the whole header value in base64, the request
+		// the token alone.
+		return map[string]string{"Bearer " + *token: "Bearer <redacted>", *token: "<redacted>"}
+	}
 }
 
-// cloudByToken is one tokenCloud end to end: the route RoutingReady, the
-// real AI Gateway accepting its policy, exchanging the credential from
-// the Secret copy at the cloud's stand-in (which grants only that
-// credential) and writing the token it got into the backend's auth in its
-// filter config; and its own ext_proc, on that config, sending the chat
-// completion to the cloud's path in the cloud's form with that token as
-// its Bearer. So the credential that travelled is the one that was
-// exchanged, and the token it got is the one the request carries.
-func (sc *scenarios) cloudByToken(t *testing.T, tc tokenCloud) {
-	c, w := sc.c, sc.w
-	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: tc.secret, Namespace: harness.TeamControlNS}, Data: tc.secretData}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(secret)
-	harness.Must(t, err)
-	c.Create(sc.ctx, harness.GVRSecret, &unstructured.Unstructured{Object: m})
-
-	r := plainRoute(tc.route, "unused.example.com")
-	r.Object["spec"].(map[string]any)["backends"] = []any{tc.backend}
-	backendName := tc.backend["name"].(string)
-	created := time.Now()
-	c.Apply(sc.ctx, r)
-	policy := names.BackendObject(tc.route, backendName)
-	var token string
-	sc.eventually(t, waitRoute, "the "+tc.name+" route RoutingReady, its "+tc.policyType+" policy accepted and an access token in AI Gateway's filter config", func(ctx context.Context) string {
-		xr, err := sc.get(ctx, harness.GVRModelRoute, harness.TeamControlNS, tc.route)
-		if err != nil {
-			return err.Error()
-		}
-		if st := harness.ConditionStatus(xr, route.ConditionType); st != "True" {
-			return fmt.Sprintf("RoutingReady=%s (%s): %v", st, harness.ConditionReason(xr, route.ConditionType), harness.Condition(xr, route.ConditionType)["message"])
-		}
-		bsp, err := sc.get(ctx, harness.GVRSecPolicy, w.TeamNS, policy)
-		if err != nil {
-			return fmt.Sprintf("the BackendSecurityPolicy %s: %v", policy, err)
-		}
-		if typ, _, _ := unstructured.NestedString(bsp.Object, "spec", "type"); typ != tc.policyType {
-			return fmt.Sprintf("the BackendSecurityPolicy %s is of type %q, want %s", policy, typ, tc.policyType)
-		}
-		if st := harness.ConditionStatus(bsp, "Accepted"); st != "True" {
-			return fmt.Sprintf("the BackendSecurityPolicy %s: Accepted=%q (%v)", policy, st, harness.Condition(bsp, "NotAccepted")["message"])
-		}
-		issued := map[string]bool{}
-		for _, it := range tc.issued() {
-			if it.Issuer == tc.identity {
-				issued[it.Token] = true
-			}
-		}
-		if len(issued) == 0 {
-			return "the " + tc.name + " stand-in has given " + tc.identity + " no token yet"
-		}
-		_, _, problem := sc.filterConfigAuth(ctx, tc.route, backendName, func(a backendAuth) string {
-			if why := tc.authProblem(a); why != "" {
-				return why
-			}
-			if !issued[tc.token(a)] {
-				return "an access token the " + tc.name + " stand-in did not give " + tc.identity
-			}
-			token = tc.token(a)
-			return ""
-		})
-		return problem
-	})
-	t.Logf("scenario 5k: the %s route RoutingReady, its %s policy accepted, the credential exchanged for a token at the %s stand-in and the token in AI Gateway's filter config, %s after the route's creation",
-		tc.name, tc.policyType, tc.name, time.Since(created).Round(time.Second))
-
-	raw, backend, problem := sc.filterConfigAuth(sc.ctx, tc.route, backendName, func(a backendAuth) string {
-		if tc.token(a) != token {
-			return "not the " + tc.name + " token it had"
-		}
-		return ""
-	})
-	if problem != "" {
-		t.Fatalf("scenario 5k: %s", problem)
-	}
-	out, res := sc.throughExtProc(t, raw, backend, sc.routeModel(t, tc.route), nil)
-	h := res.Request.Headers
-	if h["authorization"] != "Bearer "+token {
-		t.Errorf("scenario 5k: the request for %s is not authorized with the token the credential got (authorization starts %.12q)", tc.name, h["authorization"])
-	}
-	if h[":path"] != tc.path {
-		t.Errorf("scenario 5k: the request goes to %q, want %s's %q", h[":path"], tc.name, tc.path)
-	}
-	if !strings.Contains(res.Request.Body, "Say hello.") {
-		t.Errorf("scenario 5k: the body for %s does not carry the message in %s: %s", tc.name, tc.form, res.Request.Body)
-	}
-	t.Logf("scenario 5k: AI Gateway's ext_proc sent %s %s with the Bearer token the %s credential got", h[":method"], h[":path"], tc.name)
-	// The answer holds the whole header value in base64, the request the
-	// token alone.
-	writeExtProcDump(t, tc.dump, out, map[string]string{"Bearer " + token: "Bearer <redacted>", token: "<redacted>"})
-	sc.noSecretsInObjects(t, "scenario 5k")
-
-	// Leave as found; AI Gateway's token Secret is owned by the policy
-	// (ai-gateway v1.0.0 internal/controller/rotators/common.go,
-	// GetBSPSecretName: ai-eg-bsp-<policy>) and goes with it.
-	for _, a := range []harness.Allowance{
-		{Reason: "scenario 5k deletes its route", Resource: "backendsecuritypolicies", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route", Resource: "secrets", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route: AI Gateway's token Secret goes with the policy", Resource: "secrets", Namespace: w.TeamNS, Name: "ai-eg-bsp-" + policy},
-		{Reason: "scenario 5k deletes its route", Resource: "backends", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its route", Resource: "aiservicebackends", Namespace: w.TeamNS, Name: policy},
-		{Reason: "scenario 5k deletes its credentials", Resource: "secrets", Namespace: harness.TeamControlNS, Name: tc.secret},
-	} {
-		w.Allow(a)
-	}
-	sc.deleteRoute(t, tc.route, "scenario 5k deletes its route")
-	harness.Must(t, c.Dyn.Resource(harness.GVRSecret).Namespace(harness.TeamControlNS).Delete(sc.ctx, tc.secret, metav1.DeleteOptions{}))
+// issuedTo reports whether a stand-in gave identity the token.
+func issuedTo(issued []harness.IssuedToken, identity, token string) bool {
+	return token != "" && slices.ContainsFunc(issued, func(it harness.IssuedToken) bool { return it.Issuer == identity && it.Token == token })
 }
 
 // The GCP half of scenario 5k: a Vertex AI backend with a service
@@ -512,14 +456,15 @@ const (
 	vertexModelID = "gemini-2.0-flash"
 )
 
-// cloudGCP is GCP end to end (cloudByToken). The service account's key,
+// cloudGCP is GCP end to end (cloudEndToEnd). The service account's key,
 // made here, names the stand-in of Google's token endpoint in its
 // token_uri (harness.GoogleTokens), which answers only a JWT that key
 // signed; AI Gateway's controller exchanges it there (ai-gateway v1.0.0
-// internal/controller/backend_security_policy.go, rotateCredential), and
-// its ext_proc prefixes the translator's generateContent path with the
-// project and region (internal/backendauth/gcp.go, Do;
-// internal/translator/gemini_helper.go, buildGCPModelPathSuffix).
+// internal/controller/backend_security_policy.go, rotateCredential) and
+// writes the token into the backend's auth, and its ext_proc prefixes the
+// translator's generateContent path with the project and region
+// (internal/backendauth/gcp.go, Do; internal/translator/gemini_helper.go,
+// buildGCPModelPathSuffix).
 func (sc *scenarios) cloudGCP(t *testing.T) {
 	google := sc.s.Up.Google
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -535,9 +480,10 @@ func (sc *scenarios) cloudGCP(t *testing.T) {
 	harness.Must(t, err)
 	sc.w.Forbid("the GCP service account key", base64.StdEncoding.EncodeToString(keyJSON))
 	sc.w.Forbid("the GCP private key", base64.StdEncoding.EncodeToString(der))
-	sc.cloudByToken(t, tokenCloud{
+	var token string
+	sc.cloudEndToEnd(t, cloudCase{
 		name: "Vertex AI", policyType: "GCPCredentials", route: "vertex-model",
-		secret: "gcp-sa", secretData: map[string][]byte{"key.json": keyJSON},
+		secret: "gcp-sa", secretKey: "key.json", copyKey: "service_account.json", secretValue: keyJSON,
 		backend: map[string]any{
 			"name":              "vertex",
 			"endpoint":          map[string]any{"hostname": vertexRegion + "-aiplatform.googleapis.com"},
@@ -548,24 +494,21 @@ func (sc *scenarios) cloudGCP(t *testing.T) {
 				"secretRef": map[string]any{"name": "gcp-sa", "key": "key.json"},
 			}},
 		},
-		issued: google.Issued, identity: vertexAccount,
-		token: func(a backendAuth) string {
-			if a.GCP == nil {
-				return ""
-			}
-			return a.GCP.AccessToken
-		},
-		authProblem: func(a backendAuth) string {
+		auth: func(a backendAuth) string {
 			switch {
 			case a.GCP == nil:
 				return "no GCP auth"
 			case a.GCP.ProjectName != vertexProject || a.GCP.Region != vertexRegion:
 				return fmt.Sprintf("GCP auth for %s/%s, want %s/%s", a.GCP.ProjectName, a.GCP.Region, vertexProject, vertexRegion)
+			case !issuedTo(google.Issued(), vertexAccount, a.GCP.AccessToken):
+				return "no access token the stand-in of Google's token endpoint gave " + vertexAccount
 			}
+			token = a.GCP.AccessToken
 			return ""
 		},
-		path: "/v1/projects/" + vertexProject + "/locations/" + vertexRegion + "/publishers/google/models/" + vertexModelID + ":generateContent",
-		form: "Gemini's form", dump: "scenario-cloud-gcp",
+		tokenSecret: true,
+		proof:       bearer("Vertex AI", &token, "/v1/projects/"+vertexProject+"/locations/"+vertexRegion+"/publishers/google/models/"+vertexModelID+":generateContent", "Gemini's form"),
+		dump:        "scenario-cloud-gcp",
 	})
 }
 
@@ -579,7 +522,7 @@ const (
 	azureAPIVersion = "2024-10-21"
 )
 
-// cloudAzure is Azure end to end (cloudByToken). AI Gateway's controller
+// cloudAzure is Azure end to end (cloudEndToEnd). AI Gateway's controller
 // asks Microsoft Entra ID for a token with the client secret (ai-gateway
 // v1.0.0 internal/controller/tokenprovider/
 // azure_client_secret_token_provider.go), here the stand-in
@@ -592,9 +535,10 @@ func (sc *scenarios) cloudAzure(t *testing.T) {
 	entra := sc.s.Up.Entra
 	entra.Register(azureTenant, azureClientID, azureSecretPart)
 	sc.w.Forbid("the Azure client secret", base64.StdEncoding.EncodeToString([]byte(azureSecretPart)))
-	sc.cloudByToken(t, tokenCloud{
+	var token string
+	sc.cloudEndToEnd(t, cloudCase{
 		name: "Azure OpenAI", policyType: "AzureCredentials", route: "azure-model",
-		secret: "azure-sp", secretData: map[string][]byte{"client-secret": []byte(azureSecretPart)},
+		secret: "azure-sp", secretKey: "client-secret", copyKey: "client-secret", secretValue: []byte(azureSecretPart),
 		backend: map[string]any{
 			"name":              "azure",
 			"endpoint":          map[string]any{"hostname": "modelplane-test.openai.azure.com"},
@@ -605,20 +549,18 @@ func (sc *scenarios) cloudAzure(t *testing.T) {
 				"clientSecretRef": map[string]any{"name": "azure-sp", "key": "client-secret"},
 			}},
 		},
-		issued: entra.Issued, identity: azureClientID,
-		token: func(a backendAuth) string {
-			if a.Azure == nil {
-				return ""
-			}
-			return a.Azure.AccessToken
-		},
-		authProblem: func(a backendAuth) string {
-			if a.Azure == nil {
+		auth: func(a backendAuth) string {
+			switch {
+			case a.Azure == nil:
 				return "no Azure auth"
+			case !issuedTo(entra.Issued(), azureClientID, a.Azure.AccessToken):
+				return "no access token the Entra ID stand-in gave " + azureClientID
 			}
+			token = a.Azure.AccessToken
 			return ""
 		},
-		path: "/openai/deployments/" + azureDeployment + "/chat/completions?api-version=" + azureAPIVersion,
-		form: "OpenAI's form", dump: "scenario-cloud-azure",
+		tokenSecret: true,
+		proof:       bearer("Azure OpenAI", &token, "/openai/deployments/"+azureDeployment+"/chat/completions?api-version="+azureAPIVersion, "OpenAI's form"),
+		dump:        "scenario-cloud-azure",
 	})
 }
