@@ -45,17 +45,16 @@ type MicrosoftEntra struct {
 	tlsAddr   string
 	caFile    string
 
-	mu      sync.Mutex
-	secrets map[string]string // client secret by tenant/clientID
-	issued  []IssuedToken
-	n       int
+	mu          sync.Mutex
+	secrets     map[string]string // client secret by tenant/clientID
+	tokenLedger                   // Issuer: the client ID
 }
 
 // startMicrosoftEntra serves the proxy on port, and the TLS server behind
 // it on another loopback port, until the test ends.
 func (c *Cluster) startMicrosoftEntra(tb testing.TB, port int) *MicrosoftEntra {
 	dir := filepath.Join(c.Dir, "entra")
-	e := &MicrosoftEntra{proxyPort: port, secrets: map[string]string{}}
+	e := &MicrosoftEntra{proxyPort: port, secrets: map[string]string{}, tokenLedger: tokenLedger{prefix: "entra-controlplane-stand-in"}}
 	e.caFile = filepath.Join(c.ca.writeDir(tb, dir, c.ca.server(tb, entraHost, entraHost)), "ca.crt")
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 	Must(tb, err)
@@ -80,13 +79,6 @@ func (e *MicrosoftEntra) Register(tenant, clientID, secret string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.secrets[tenant+"/"+clientID] = secret
-}
-
-// Issued returns the tokens given out so far; Issuer is the client ID.
-func (e *MicrosoftEntra) Issued() []IssuedToken {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]IssuedToken(nil), e.issued...)
 }
 
 // tunnel is the proxy: a CONNECT to Entra's host is joined to the TLS
@@ -163,11 +155,7 @@ func (e *MicrosoftEntra) serve(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "unknown client or wrong secret"})
 			return
 		}
-		e.mu.Lock()
-		e.n++
-		token := fmt.Sprintf("entra-controlplane-stand-in-%d", e.n)
-		e.issued = append(e.issued, IssuedToken{Issuer: f.Get("client_id"), Scope: f.Get("scope"), Token: token, At: time.Now()})
-		e.mu.Unlock()
+		token := e.issue(f.Get("client_id"), f.Get("scope"))
 		reply(http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "not_found", "error_description": r.Method + " " + r.URL.Path})

@@ -31,22 +31,44 @@ import (
 type GoogleTokens struct {
 	port int
 
-	mu     sync.Mutex
-	keys   map[string]*rsa.PublicKey // by the service account's email, the JWT's issuer
-	issued []IssuedToken
-	n      int
+	mu   sync.Mutex
+	keys map[string]*rsa.PublicKey // by the service account's email, the JWT's issuer
+	tokenLedger
 }
 
-// IssuedToken is one access token the stand-in gave out.
+// IssuedToken is one access token a stand-in gave out.
 type IssuedToken struct {
 	Issuer, Scope, Token string
 	At                   time.Time
 }
 
+// tokenLedger gives out a stand-in's access tokens and remembers them.
+type tokenLedger struct {
+	mu     sync.Mutex
+	prefix string
+	issued []IssuedToken
+}
+
+// issue gives issuer a new token for scope.
+func (l *tokenLedger) issue(issuer, scope string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	token := fmt.Sprintf("%s-%d", l.prefix, len(l.issued)+1)
+	l.issued = append(l.issued, IssuedToken{Issuer: issuer, Scope: scope, Token: token, At: time.Now()})
+	return token
+}
+
+// Issued returns the tokens given out so far.
+func (l *tokenLedger) Issued() []IssuedToken {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]IssuedToken(nil), l.issued...)
+}
+
 // startGoogleTokens serves the stand-in on a free loopback port until the
 // test ends.
 func startGoogleTokens(tb testing.TB, port int) *GoogleTokens {
-	g := &GoogleTokens{port: port, keys: map[string]*rsa.PublicKey{}}
+	g := &GoogleTokens{port: port, keys: map[string]*rsa.PublicKey{}, tokenLedger: tokenLedger{prefix: "ya29.controlplane-stand-in"}}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	Must(tb, err)
 	srv := &http.Server{Handler: http.HandlerFunc(g.serve), ReadHeaderTimeout: 10 * time.Second}
@@ -63,13 +85,6 @@ func (g *GoogleTokens) Register(email string, pub *rsa.PublicKey) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.keys[email] = pub
-}
-
-// Issued returns the tokens given out so far.
-func (g *GoogleTokens) Issued() []IssuedToken {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]IssuedToken(nil), g.issued...)
 }
 
 // serve answers one token request, as Google's endpoint does: the form's
@@ -122,11 +137,7 @@ func (g *GoogleTokens) serve(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, err.Error())
 		return
 	}
-	g.mu.Lock()
-	g.n++
-	token := fmt.Sprintf("ya29.controlplane-stand-in-%d", g.n)
-	g.issued = append(g.issued, IssuedToken{Issuer: claims.Issuer, Scope: extra.Scope, Token: token, At: time.Now()})
-	g.mu.Unlock()
+	token := g.issue(claims.Issuer, extra.Scope)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": token, "expires_in": 3600, "token_type": "Bearer"})
 }
